@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes that scripts can rely on.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError marks errors in how uraid was called, so they exit with exitUsage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "uraid",
+		Short: "Software RAID for SSDs over ublk, with discard fanned out to every member",
+		Long: `uraid lays out linear, RAID0, RAID1 and RAID10 arrays over member disks or files and
+serves them as /dev/ublkbN block devices. Every discard is split along stripe boundaries into one
+range per member and sent to the members concurrently.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newVersionCommand())
+	return root
+}
+
+func run(args []string) int { return runWith(args, os.Stdout, os.Stderr) }
+
+func runWith(args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "uraid: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// isCobraUsage recognises the one usage error cobra reports as a plain error: an unknown
+// subcommand. Flag errors come through SetFlagErrorFunc and argument errors through usageArgs.
+func isCobraUsage(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// usageArgs wraps a cobra argument validator so its errors exit with exitUsage.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
