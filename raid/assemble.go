@@ -1,0 +1,281 @@
+package raid
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// MemberSB is a superblock together with the path it was read from, which
+// every assembly error names.
+type MemberSB struct {
+	Path string
+	SB   *Superblock
+}
+
+// Assembly is the verdict of CheckAssembly on a set of members.
+type Assembly struct {
+	// Newest is the superblock with the highest event count. Its
+	// array-wide fields (UUID, name, level, layout, chunk size, member
+	// count, data size, state) describe the array.
+	Newest Superblock
+	// Members has one entry per slot, indexed by member index. A slot
+	// whose member is missing or stale holds the zero MemberSB.
+	Members []MemberSB
+	// Missing lists, in order, the slots no given device claims.
+	Missing []uint32
+	// Stale lists the given members whose event count is behind Newest:
+	// they missed writes and must be rebuilt before they serve reads.
+	Stale []MemberSB
+}
+
+// Degraded reports whether some slot has no current member.
+func (a *Assembly) Degraded() bool {
+	return len(a.Missing) > 0 || len(a.Stale) > 0
+}
+
+// Errors reported by CheckAssembly. Each is wrapped in a message that
+// names the member and says what to do; test with errors.Is.
+var (
+	// ErrNoMembers means CheckAssembly was given nothing to check.
+	ErrNoMembers = errors.New("no members given")
+	// ErrForeignMember means a device carries the superblock of a
+	// different array than the others.
+	ErrForeignMember = errors.New("belongs to another array")
+	// ErrGeometryMismatch means members of one array disagree about its
+	// level, layout, chunk size, member count or data size.
+	ErrGeometryMismatch = errors.New("geometry mismatch")
+	// ErrDuplicateIndex means two given devices claim the same slot.
+	ErrDuplicateIndex = errors.New("duplicate member index")
+	// ErrMissingMember means a slot has no device among those given. The
+	// Assembly is still returned; the caller may run degraded.
+	ErrMissingMember = errors.New("missing")
+	// ErrStaleMember means a member's event count is behind the newest
+	// member's. The Assembly is still returned, without that member.
+	ErrStaleMember = errors.New("stale")
+)
+
+// CheckAssembly verifies that the members a user named belong together
+// and orders them by index. The newest member (highest event count, the
+// first given on a tie) is the reference every other member is checked
+// against.
+//
+// Conflicts that make the set meaningless — invalid or absent superblocks,
+// a device named twice, members of different arrays, disagreeing geometry,
+// two members in one slot — return a nil Assembly and an error naming every
+// offending member. If the only problems are missing or stale members,
+// CheckAssembly returns the Assembly and an error wrapping ErrMissingMember
+// and/or ErrStaleMember, so a caller that accepts a degraded array can go
+// on and one that does not simply fails. Whether a degraded array can run
+// at all depends on the level and layout; for levels without redundancy it
+// never can, and the error says so.
+func CheckAssembly(members []MemberSB) (*Assembly, error) {
+	if len(members) == 0 {
+		return nil, fmt.Errorf("assemble: %w: name the array's member devices", ErrNoMembers)
+	}
+	if err := checkEach(members); err != nil {
+		return nil, err
+	}
+	group := arrayGroup(members)
+	newest := group[0]
+	for _, m := range group[1:] {
+		if m.SB.Events > newest.SB.Events {
+			newest = m
+		}
+	}
+	ref := newest.SB
+	var errs []error
+	for _, m := range members {
+		if m.SB.ArrayUUID != ref.ArrayUUID {
+			errs = append(errs, fmt.Errorf("member %s: %w %q (%s), not to array %q (%s) held by %s: leave it out of the list",
+				m.Path, ErrForeignMember, m.SB.Name, m.SB.ArrayUUID, ref.Name, ref.ArrayUUID, paths(group)))
+		}
+	}
+	for _, m := range group {
+		if d := geometryDiff(m.SB, ref); d != "" {
+			errs = append(errs, fmt.Errorf("member %s (index %d, events %d): %w: %s, but newest member %s (events %d) says %s: "+
+				"these superblocks cannot describe one array; leave the odd one out or re-create the array",
+				m.Path, m.SB.Index, m.SB.Events, ErrGeometryMismatch, geometryOf(m.SB, d), newest.Path, ref.Events, geometryOf(ref, d)))
+		}
+	}
+	slots := make([][]MemberSB, ref.Members)
+	for _, m := range group {
+		if m.SB.Index < ref.Members {
+			slots[m.SB.Index] = append(slots[m.SB.Index], m)
+		}
+	}
+	for i, claim := range slots {
+		if len(claim) > 1 {
+			errs = append(errs, duplicateError(uint32(i), claim))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
+	}
+
+	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members)}
+	for i, claim := range slots {
+		switch {
+		case len(claim) == 0:
+			a.Missing = append(a.Missing, uint32(i))
+		case claim[0].SB.Events < ref.Events:
+			a.Stale = append(a.Stale, claim[0])
+		default:
+			a.Members[i] = claim[0]
+		}
+	}
+	if !a.Degraded() {
+		return a, nil
+	}
+	for _, m := range a.Stale {
+		errs = append(errs, fmt.Errorf("member %s (index %d): events %d behind %d: %w, it missed writes; re-add it or assemble without it",
+			m.Path, m.SB.Index, m.SB.Events, ref.Events, ErrStaleMember))
+	}
+	if len(a.Missing) > 0 {
+		idx := make([]string, len(a.Missing))
+		for i, n := range a.Missing {
+			idx[i] = fmt.Sprint(n)
+		}
+		errs = append(errs, fmt.Errorf("member index %s %w: no given device claims it; name every member, or assemble degraded",
+			strings.Join(idx, ", "), ErrMissingMember))
+	}
+	if !ref.Level.Redundant() {
+		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level))
+	}
+	return a, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
+}
+
+// checkEach rejects input that is unusable before members are compared.
+func checkEach(members []MemberSB) error {
+	var errs []error
+	seen := make(map[string]bool, len(members))
+	for _, m := range members {
+		if seen[m.Path] {
+			errs = append(errs, fmt.Errorf("member %s is named twice: name each device once", m.Path))
+			continue
+		}
+		seen[m.Path] = true
+		if m.SB == nil {
+			errs = append(errs, fmt.Errorf("member %s: no superblock was read", m.Path))
+			continue
+		}
+		if err := m.SB.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("assemble: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// arrayGroup returns the members of the array most of the given devices
+// belong to, in input order. A tie goes to the array holding the member
+// with the highest event count, then to the one named first.
+func arrayGroup(members []MemberSB) []MemberSB {
+	byUUID := make(map[UUID][]MemberSB)
+	var order []UUID
+	for _, m := range members {
+		if _, ok := byUUID[m.SB.ArrayUUID]; !ok {
+			order = append(order, m.SB.ArrayUUID)
+		}
+		byUUID[m.SB.ArrayUUID] = append(byUUID[m.SB.ArrayUUID], m)
+	}
+	maxEvents := func(g []MemberSB) uint64 {
+		var e uint64
+		for _, m := range g {
+			e = max(e, m.SB.Events)
+		}
+		return e
+	}
+	best := byUUID[order[0]]
+	for _, u := range order[1:] {
+		g := byUUID[u]
+		if len(g) > len(best) || len(g) == len(best) && maxEvents(g) > maxEvents(best) {
+			best = g
+		}
+	}
+	return best
+}
+
+// Geometry fields that must agree across members, in the order they are
+// reported.
+const (
+	geoLevel    = "level"
+	geoLayout   = "layout"
+	geoChunk    = "chunk size"
+	geoMembers  = "member count"
+	geoDataSize = "data size"
+)
+
+// geometryDiff names the first array-wide geometry field in which sb and
+// ref differ, or returns "" when they agree.
+func geometryDiff(sb, ref *Superblock) string {
+	switch {
+	case sb.Level != ref.Level:
+		return geoLevel
+	case sb.Layout != ref.Layout:
+		return geoLayout
+	case sb.ChunkSize != ref.ChunkSize:
+		return geoChunk
+	case sb.Members != ref.Members:
+		return geoMembers
+	case sb.DataSize != ref.DataSize:
+		return geoDataSize
+	}
+	return ""
+}
+
+func geometryOf(sb *Superblock, field string) string {
+	switch field {
+	case geoLevel:
+		return fmt.Sprintf("level %s", sb.Level)
+	case geoLayout:
+		return fmt.Sprintf("layout %q", sb.Layout)
+	case geoChunk:
+		return fmt.Sprintf("chunk size %d", sb.ChunkSize)
+	case geoMembers:
+		return fmt.Sprintf("member count %d", sb.Members)
+	case geoDataSize:
+		return fmt.Sprintf("data size %d", sb.DataSize)
+	}
+	return ""
+}
+
+func duplicateError(index uint32, claim []MemberSB) error {
+	hint := "leave all but one out"
+	sameDevice := true
+	for _, m := range claim[1:] {
+		if m.SB.MemberUUID != claim[0].SB.MemberUUID || m.SB.Events != claim[0].SB.Events {
+			sameDevice = false
+		}
+	}
+	if sameDevice {
+		hint = "they carry the same member UUID and events: is one device named twice under different paths? name it once"
+	} else {
+		newest := slices.MaxFunc(claim, func(a, b MemberSB) int {
+			return cmp.Compare(a.SB.Events, b.SB.Events)
+		})
+		var older []string
+		for _, m := range claim {
+			if m.SB.Events < newest.SB.Events {
+				older = append(older, fmt.Sprintf("%s (events %d)", m.Path, m.SB.Events))
+			}
+		}
+		if len(older) > 0 {
+			hint = fmt.Sprintf("%s has events %d; %s were probably replaced by it: leave them out",
+				newest.Path, newest.SB.Events, strings.Join(older, ", "))
+		}
+	}
+	return fmt.Errorf("members %s all claim index %d: %w: %s", paths(claim), index, ErrDuplicateIndex, hint)
+}
+
+func paths(ms []MemberSB) string {
+	p := make([]string, len(ms))
+	for i, m := range ms {
+		p[i] = m.Path
+	}
+	return strings.Join(p, ", ")
+}

@@ -1,0 +1,314 @@
+package raid
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+)
+
+// Every member of an array carries one superblock: a single 4096-byte block
+// at byte offset 4096 of the member, modelled on md's v1.2 superblock. Bytes
+// 0-4095 are left untouched so a partition table or boot record written
+// there survives, and the array's data starts at DataOffset, well clear of
+// both. All integers are little-endian.
+//
+//	offset size field
+//	     0    8 magic "URAIDSB\x00"
+//	     8    2 major version (1); a reader refuses any other major
+//	    10    2 minor version (0); newer minors only add fields in reserved
+//	          space, so a reader accepts any minor and ignores what it
+//	          does not know
+//	    12    1 level: 1 linear, 2 raid0, 3 raid1, 4 raid10
+//	    13    1 layout: 0 none, 1 n2, 2 f2, 3 o2 (raid10 only)
+//	    14    1 state: 1 clean, 2 dirty
+//	    15    1 reserved, written as zero
+//	    16   16 array UUID
+//	    32   16 member UUID
+//	    48   32 array name, NUL padded, [A-Za-z0-9._-]{1,32}
+//	    80    4 member count
+//	    84    4 this member's index, < member count
+//	    88    8 chunk size in bytes: a power of two >= 4096 for raid0 and
+//	          raid10, zero for linear and raid1
+//	    96    8 data offset in bytes from the start of the member, a
+//	          multiple of 1 MiB
+//	   104    8 data size in bytes, from data offset, a multiple of 512
+//	   112    8 event counter, bumped on every superblock update
+//	   120    8 creation time, Unix nanoseconds
+//	   128    8 update time, Unix nanoseconds
+//	   136 3956 reserved for later minor versions, written as zero
+//	  4092    4 CRC32C (Castagnoli) of bytes 0-4091
+//
+// The magic, the major version and the checksum keep their positions in
+// every future version, so any reader can tell "not ours", "corrupt" and
+// "too new" apart.
+
+// Superblock placement and format constants.
+const (
+	SuperblockOffset = 4096 // byte offset of the superblock on a member
+	SuperblockSize   = 4096 // bytes, one aligned block for O_DIRECT
+
+	VersionMajor = 1 // incompatible format changes bump this
+	VersionMinor = 0 // fields added in reserved space bump this
+
+	DefaultDataOffset = 1 << 20 // data starts 1 MiB in, as in md 1.2
+	DataOffsetAlign   = 1 << 20 // keeps data aligned to any SSD erase block
+
+	SectorSize   = 512     // data size granularity: the smallest block size
+	MinChunkSize = 4096    // smaller chunks split every page-sized request
+	MaxChunkSize = 1 << 30 // past this striping buys nothing; also catches garbage
+	MaxMembers   = 1024    // far above any real array; catches garbage counts
+	MaxNameLen   = 32      // bytes of the name field
+)
+
+// Magic identifies a uraid superblock.
+var Magic = [8]byte{'U', 'R', 'A', 'I', 'D', 'S', 'B', 0}
+
+// Errors reported when decoding a superblock. Test with errors.Is; the
+// wrapping error says which field and what to do.
+var (
+	// ErrNotMember means the block holds no uraid magic: the device was
+	// never part of an array, was wiped, or is the wrong device.
+	ErrNotMember = errors.New("not a uraid member")
+	// ErrCorrupt means the magic is present but the checksum does not
+	// match: the block was damaged after uraid wrote it.
+	ErrCorrupt = errors.New("corrupt superblock")
+	// ErrUnsupportedVersion means a newer uraid with an incompatible
+	// format wrote the block.
+	ErrUnsupportedVersion = errors.New("unsupported superblock version")
+	// ErrInvalid means a field holds a value no array can have. On a
+	// block that passed its checksum this points at a bug in whatever
+	// wrote it; from Marshal it means the caller filled in a bad value.
+	ErrInvalid = errors.New("invalid superblock")
+)
+
+// Field offsets, see the table above.
+const (
+	offMagic      = 0
+	offMajor      = 8
+	offMinor      = 10
+	offLevel      = 12
+	offLayout     = 13
+	offState      = 14
+	offArrayUUID  = 16
+	offMemberUUID = 32
+	offName       = 48
+	offCount      = 80
+	offIndex      = 84
+	offChunk      = 88
+	offDataOffset = 96
+	offDataSize   = 104
+	offEvents     = 112
+	offCreateTime = 120
+	offUpdateTime = 128
+	offReserved   = 136
+	offChecksum   = SuperblockSize - 4
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Superblock is the decoded metadata of one member. The zero value is not
+// valid: fill every field, then Validate or Marshal.
+type Superblock struct {
+	ArrayUUID  UUID
+	Name       string // 1-32 bytes of letters, digits, '-', '_', '.'
+	Level      Level
+	Layout     Layout // LayoutNone unless Level is LevelRAID10
+	ChunkSize  uint64 // bytes; zero for levels that do not stripe
+	Members    uint32 // member count of the array, including absent ones
+	Index      uint32 // this member's slot, 0 <= Index < Members
+	MemberUUID UUID
+	DataOffset uint64 // bytes from the start of the member
+	DataSize   uint64 // bytes of array data on this member
+	Events     uint64 // the member with the highest count is the newest
+	State      State
+	CreateTime int64 // Unix nanoseconds
+	UpdateTime int64 // Unix nanoseconds
+}
+
+// ValidateName reports whether name can be an array name: it ends up in
+// device paths and command lines, so only [A-Za-z0-9._-] are allowed, it
+// may not start with '-' (it would read as a flag) and may not be "." or
+// "..".
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("array name is empty: give the array a name")
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("array name %q is %d bytes, the limit is %d", name, len(name), MaxNameLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("array name %q is a path element; pick another name", name)
+	case name[0] == '-':
+		return fmt.Errorf("array name %q starts with '-' and would read as a flag", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("array name %q has byte %q at %d: use only letters, digits, '-', '_' and '.'", name, c, i)
+		}
+	}
+	return nil
+}
+
+// Validate reports the first field that holds a value no array can have.
+// The error wraps ErrInvalid.
+func (sb *Superblock) Validate() error {
+	if err := sb.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (sb *Superblock) validate() error {
+	if sb.ArrayUUID.IsZero() {
+		return errors.New("array UUID is all zeros")
+	}
+	if sb.MemberUUID.IsZero() {
+		return errors.New("member UUID is all zeros")
+	}
+	if err := ValidateName(sb.Name); err != nil {
+		return err
+	}
+	if !sb.Level.Valid() {
+		return fmt.Errorf("unknown level code %d (written by a newer uraid? upgrade it)", uint8(sb.Level))
+	}
+	if !sb.Layout.Valid() {
+		return fmt.Errorf("unknown layout code %d (written by a newer uraid? upgrade it)", uint8(sb.Layout))
+	}
+	if sb.Level == LevelRAID10 && sb.Layout == LayoutNone {
+		return errors.New("level 10 needs a layout: n2, f2 or o2")
+	}
+	if sb.Level != LevelRAID10 && sb.Layout != LayoutNone {
+		return fmt.Errorf("layout %s given for level %s; only level 10 has a layout", sb.Layout, sb.Level)
+	}
+	if sb.Level.Striped() {
+		c := sb.ChunkSize
+		if c < MinChunkSize || c > MaxChunkSize || c&(c-1) != 0 {
+			return fmt.Errorf("chunk size %d bytes for level %s: want a power of two from %d to %d",
+				c, sb.Level, MinChunkSize, MaxChunkSize)
+		}
+	} else if sb.ChunkSize != 0 {
+		return fmt.Errorf("chunk size %d bytes given for level %s, which does not stripe; want 0",
+			sb.ChunkSize, sb.Level)
+	}
+	if sb.Members == 0 || sb.Members > MaxMembers {
+		return fmt.Errorf("member count %d: want 1 to %d", sb.Members, MaxMembers)
+	}
+	if sb.Level == LevelRAID10 && sb.Members < 2 {
+		return fmt.Errorf("level 10 with %d member: two copies need at least 2", sb.Members)
+	}
+	if sb.Index >= sb.Members {
+		return fmt.Errorf("member index %d is not below member count %d", sb.Index, sb.Members)
+	}
+	if sb.DataOffset == 0 || sb.DataOffset%DataOffsetAlign != 0 {
+		return fmt.Errorf("data offset %d bytes: want a non-zero multiple of %d (1 MiB)", sb.DataOffset, DataOffsetAlign)
+	}
+	if sb.DataSize == 0 {
+		return errors.New("data size is zero")
+	}
+	if sb.DataSize%SectorSize != 0 {
+		return fmt.Errorf("data size %d bytes is not a multiple of %d", sb.DataSize, SectorSize)
+	}
+	if sb.DataOffset > math.MaxInt64 || sb.DataSize > math.MaxInt64-sb.DataOffset {
+		return fmt.Errorf("data offset %d plus data size %d passes the largest file offset", sb.DataOffset, sb.DataSize)
+	}
+	if !sb.State.Valid() {
+		return fmt.Errorf("unknown state code %d", uint8(sb.State))
+	}
+	return nil
+}
+
+// MarshalBinary encodes sb into a new SuperblockSize-byte block with a
+// fresh checksum. It refuses a superblock that Validate rejects, so uraid
+// never writes one it would refuse to read.
+func (sb *Superblock) MarshalBinary() ([]byte, error) {
+	block := make([]byte, SuperblockSize)
+	if err := sb.marshalInto(block); err != nil {
+		return nil, err
+	}
+	return block, nil
+}
+
+// marshalInto encodes sb into block, which must be SuperblockSize bytes;
+// every byte is written, so block may hold anything before.
+func (sb *Superblock) marshalInto(block []byte) error {
+	if len(block) != SuperblockSize {
+		return fmt.Errorf("encode superblock: buffer is %d bytes, want %d", len(block), SuperblockSize)
+	}
+	if err := sb.Validate(); err != nil {
+		return fmt.Errorf("encode superblock: %w", err)
+	}
+	clear(block)
+	le := binary.LittleEndian
+	copy(block[offMagic:], Magic[:])
+	le.PutUint16(block[offMajor:], VersionMajor)
+	le.PutUint16(block[offMinor:], VersionMinor)
+	block[offLevel] = byte(sb.Level)
+	block[offLayout] = byte(sb.Layout)
+	block[offState] = byte(sb.State)
+	copy(block[offArrayUUID:], sb.ArrayUUID[:])
+	copy(block[offMemberUUID:], sb.MemberUUID[:])
+	copy(block[offName:offName+MaxNameLen], sb.Name)
+	le.PutUint32(block[offCount:], sb.Members)
+	le.PutUint32(block[offIndex:], sb.Index)
+	le.PutUint64(block[offChunk:], sb.ChunkSize)
+	le.PutUint64(block[offDataOffset:], sb.DataOffset)
+	le.PutUint64(block[offDataSize:], sb.DataSize)
+	le.PutUint64(block[offEvents:], sb.Events)
+	le.PutUint64(block[offCreateTime:], uint64(sb.CreateTime))
+	le.PutUint64(block[offUpdateTime:], uint64(sb.UpdateTime))
+	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], castagnoli))
+	return nil
+}
+
+// UnmarshalBinary decodes a SuperblockSize-byte block. It checks, in this
+// order, the magic (ErrNotMember), the checksum (ErrCorrupt), the major
+// version (ErrUnsupportedVersion) and then every field (ErrInvalid), so a
+// damaged block is reported as damaged rather than by whichever field the
+// damage hit. On error sb is left unchanged.
+func (sb *Superblock) UnmarshalBinary(block []byte) error {
+	if len(block) != SuperblockSize {
+		return fmt.Errorf("%w: block is %d bytes, want %d", ErrCorrupt, len(block), SuperblockSize)
+	}
+	if !bytes.Equal(block[offMagic:offMagic+len(Magic)], Magic[:]) {
+		return fmt.Errorf("%w: no uraid magic at the superblock position (wrong device, or never part of an array?)", ErrNotMember)
+	}
+	le := binary.LittleEndian
+	if want, got := le.Uint32(block[offChecksum:]), crc32.Checksum(block[:offChecksum], castagnoli); want != got {
+		return fmt.Errorf("%w: checksum %#08x, computed %#08x: the block was damaged after it was written; "+
+			"re-add the member from its mirror or re-create the array", ErrCorrupt, want, got)
+	}
+	if major := le.Uint16(block[offMajor:]); major != VersionMajor {
+		return fmt.Errorf("%w: version %d.%d, this uraid reads %d.x: upgrade uraid",
+			ErrUnsupportedVersion, major, le.Uint16(block[offMinor:]), VersionMajor)
+	}
+	name := block[offName : offName+MaxNameLen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		if bytes.ContainsFunc(name[i:], func(r rune) bool { return r != 0 }) {
+			return fmt.Errorf("%w: array name field has bytes after its NUL terminator", ErrInvalid)
+		}
+		name = name[:i]
+	}
+	var d Superblock
+	d.Level = Level(block[offLevel])
+	d.Layout = Layout(block[offLayout])
+	d.State = State(block[offState])
+	copy(d.ArrayUUID[:], block[offArrayUUID:])
+	copy(d.MemberUUID[:], block[offMemberUUID:])
+	d.Name = string(name)
+	d.Members = le.Uint32(block[offCount:])
+	d.Index = le.Uint32(block[offIndex:])
+	d.ChunkSize = le.Uint64(block[offChunk:])
+	d.DataOffset = le.Uint64(block[offDataOffset:])
+	d.DataSize = le.Uint64(block[offDataSize:])
+	d.Events = le.Uint64(block[offEvents:])
+	d.CreateTime = int64(le.Uint64(block[offCreateTime:]))
+	d.UpdateTime = int64(le.Uint64(block[offUpdateTime:]))
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	*sb = d
+	return nil
+}
