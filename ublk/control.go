@@ -1,0 +1,220 @@
+package ublk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/ublk/internal/uapi"
+	"uraid/ublk/internal/uring"
+)
+
+const controlPath = "/dev/ublk-control"
+
+// anyQueue is the queue_id of control commands that concern no one queue.
+const anyQueue = 0xFFFF
+
+// autoID asks ADD_DEV to choose the device id.
+const autoID = 0xFFFFFFFF
+
+var (
+	sizeofDevInfo = unsafe.Sizeof(uapi.CtrlDevInfo{})
+	sizeofParams  = unsafe.Sizeof(uapi.Params{})
+)
+
+// control is an open /dev/ublk-control with the io_uring its commands go
+// through. Commands are serialized by mu; each waits for its own result, so
+// control is safe for concurrent use.
+type control struct {
+	mu   sync.Mutex // guards ring: one command in flight at a time
+	f    *os.File
+	ring *uring.Ring
+}
+
+// openControl opens the ublk control device, explaining the usual reasons
+// it cannot be.
+func openControl() (*control, error) {
+	f, err := os.OpenFile(controlPath, os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, controlOpenError(err)
+	}
+	// The driver rejects every command unless the ring carries 128-byte
+	// SQEs.
+	ring, err := uring.New(4, uring.WithSQE128())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ublk control ring: %w", err)
+	}
+	return &control{f: f, ring: ring}, nil
+}
+
+func controlOpenError(err error) error {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		if _, serr := os.Stat("/sys/module/ublk_drv"); serr == nil {
+			return fmt.Errorf("%w: %s is missing although ublk_drv is loaded (is devtmpfs mounted on /dev?): %w", ErrNoUblk, controlPath, err)
+		}
+		if kernelHasUblkModule() {
+			return fmt.Errorf("%w: ublk_drv is not loaded (try: modprobe ublk_drv): %w", ErrNoUblk, err)
+		}
+		return fmt.Errorf("%w: this kernel has no ublk driver (it needs CONFIG_BLK_DEV_UBLK, Linux 6.12 or later): %w", ErrNoUblk, err)
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w: run as root: %w", ErrPermission, err)
+	}
+	return fmt.Errorf("ublk: %w", err)
+}
+
+// kernelHasUblkModule reports whether the running kernel ships ublk_drv as a
+// module that modprobe could load.
+func kernelHasUblkModule() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	dir := "/lib/modules/" + unix.ByteSliceToString(u.Release[:])
+	b, err := os.ReadFile(dir + "/modules.dep")
+	if err != nil {
+		return false
+	}
+	return containsModule(b, "ublk_drv")
+}
+
+func containsModule(dep []byte, name string) bool {
+	// Lines look like "kernel/drivers/block/ublk_drv.ko.xz: ...".
+	needle := "/" + name + ".ko"
+	for i := 0; i+len(needle) <= len(dep); i++ {
+		if string(dep[i:i+len(needle)]) == needle {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *control) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	if c.ring != nil {
+		errs = append(errs, c.ring.Close())
+		c.ring = nil
+	}
+	if c.f != nil {
+		errs = append(errs, c.f.Close())
+		c.f = nil
+	}
+	return errors.Join(errs...)
+}
+
+// cmdNames label control commands in errors.
+var cmdNames = map[uint32]string{
+	uapi.UBLK_U_CMD_GET_DEV_INFO:        "GET_DEV_INFO",
+	uapi.UBLK_U_CMD_ADD_DEV:             "ADD_DEV",
+	uapi.UBLK_U_CMD_DEL_DEV:             "DEL_DEV",
+	uapi.UBLK_U_CMD_START_DEV:           "START_DEV",
+	uapi.UBLK_U_CMD_STOP_DEV:            "STOP_DEV",
+	uapi.UBLK_U_CMD_SET_PARAMS:          "SET_PARAMS",
+	uapi.UBLK_U_CMD_GET_PARAMS:          "GET_PARAMS",
+	uapi.UBLK_U_CMD_START_USER_RECOVERY: "START_USER_RECOVERY",
+	uapi.UBLK_U_CMD_END_USER_RECOVERY:   "END_USER_RECOVERY",
+	uapi.UBLK_U_CMD_GET_FEATURES:        "GET_FEATURES",
+}
+
+// do sends one control command and waits for its result. buf, when not nil,
+// is the command's in/out buffer; it is pinned for the duration because the
+// kernel reads and writes it from an io-wq worker.
+func (c *control) do(op uint32, cmd uapi.CtrlCmd, buf unsafe.Pointer) error {
+	var pin runtime.Pinner
+	if buf != nil {
+		pin.Pin(buf)
+		cmd.Addr = uint64(uintptr(buf))
+	}
+	defer pin.Unpin()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ring == nil {
+		return fmt.Errorf("ublk %s: %w", cmdNames[op], ErrStopped)
+	}
+	sqe := c.ring.NextSQE128()
+	if sqe == nil {
+		// One command at a time on a ring of four: cannot happen
+		// unless a previous command's CQE was lost.
+		return fmt.Errorf("ublk %s: control ring full", cmdNames[op])
+	}
+	*sqe = uapi.SQE128{}
+	sqe.Opcode = uapi.IORING_OP_URING_CMD
+	sqe.Fd = int32(c.f.Fd())
+	sqe.SetCmdOp(op)
+	*sqe.CtrlCmd() = cmd
+	sqe.UserData = uint64(op)
+
+	res, err := c.ring.SubmitAndWaitOne()
+	if err != nil {
+		return fmt.Errorf("ublk %s: %w", cmdNames[op], err)
+	}
+	if res < 0 {
+		return fmt.Errorf("ublk %s dev %d: %w", cmdNames[op], cmd.DevID, os.NewSyscallError("io_uring_cmd", unix.Errno(-res)))
+	}
+	return nil
+}
+
+func (c *control) addDev(info *uapi.CtrlDevInfo) error {
+	err := c.do(uapi.UBLK_U_CMD_ADD_DEV, uapi.CtrlCmd{
+		DevID: info.DevID, QueueID: anyQueue, Len: uint16(sizeofDevInfo),
+	}, unsafe.Pointer(info))
+	if errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%w (device id %d is taken: pick another or remove it)", err, info.DevID)
+	}
+	return err
+}
+
+func (c *control) setParams(id uint32, p *uapi.Params) error {
+	err := c.do(uapi.UBLK_U_CMD_SET_PARAMS, uapi.CtrlCmd{
+		DevID: id, QueueID: anyQueue, Len: uint16(sizeofParams),
+	}, unsafe.Pointer(p))
+	if errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w (the driver refused the parameters: %+v)", err, *p)
+	}
+	return err
+}
+
+func (c *control) startDev(id uint32, pid int) error {
+	return c.do(uapi.UBLK_U_CMD_START_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue, Data: uint64(pid)}, nil)
+}
+
+func (c *control) stopDev(id uint32) error {
+	return c.do(uapi.UBLK_U_CMD_STOP_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+}
+
+func (c *control) delDev(id uint32) error {
+	return c.do(uapi.UBLK_U_CMD_DEL_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+}
+
+func (c *control) getDevInfo(id uint32) (uapi.CtrlDevInfo, error) {
+	info := new(uapi.CtrlDevInfo)
+	err := c.do(uapi.UBLK_U_CMD_GET_DEV_INFO, uapi.CtrlCmd{
+		DevID: id, QueueID: anyQueue, Len: uint16(sizeofDevInfo),
+	}, unsafe.Pointer(info))
+	return *info, err
+}
+
+func (c *control) getFeatures() (uint64, error) {
+	feat := new(uint64)
+	err := c.do(uapi.UBLK_U_CMD_GET_FEATURES, uapi.CtrlCmd{
+		DevID: autoID, QueueID: anyQueue, Len: uapi.UBLK_FEATURES_LEN,
+	}, unsafe.Pointer(feat))
+	return *feat, err
+}
+
+func (c *control) startUserRecovery(id uint32) error {
+	return c.do(uapi.UBLK_U_CMD_START_USER_RECOVERY, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+}
+
+func (c *control) endUserRecovery(id uint32, pid int) error {
+	return c.do(uapi.UBLK_U_CMD_END_USER_RECOVERY, uapi.CtrlCmd{DevID: id, QueueID: anyQueue, Data: uint64(pid)}, nil)
+}

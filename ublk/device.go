@@ -1,0 +1,258 @@
+package ublk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/ublk/internal/uapi"
+)
+
+// Paths of a device's nodes; devtmpfs creates them.
+func charPath(id uint32) string  { return "/dev/ublkc" + strconv.FormatUint(uint64(id), 10) }
+func blockPath(id uint32) string { return "/dev/ublkb" + strconv.FormatUint(uint64(id), 10) }
+
+// nodeTimeout bounds the wait for a device node when ctx has no deadline:
+// devtmpfs creates nodes within milliseconds, so a node missing after this
+// long is not coming.
+const nodeTimeout = 10 * time.Second
+
+// Device is a Target served as /dev/ublkbN.
+type Device struct {
+	target Target
+	params Params
+	opts   Options
+
+	// mu serializes Start and Stop, and guards the fields below.
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	stopErr error
+	ctrl    *control
+	id      uint32
+	added   bool // ADD_DEV succeeded: DEL_DEV is owed
+	char    *os.File
+	queues  []*queue
+	running sync.WaitGroup // queue goroutines
+}
+
+// New checks t's parameters and the options; nothing is asked of the
+// kernel until Start.
+func New(t Target, opts Options) (*Device, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := t.Params()
+	if err := p.validate(os.Getpagesize()); err != nil {
+		return nil, err
+	}
+	return &Device{target: t, params: p, opts: o}, nil
+}
+
+// ID is the device number N of /dev/ublkbN, valid once Start succeeded.
+func (d *Device) ID() uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.id
+}
+
+// Path is the block device node, valid once Start succeeded.
+func (d *Device) Path() string { return blockPath(d.ID()) }
+
+// Start creates the device and returns once its block device node exists
+// and every queue is serving. On failure everything created is removed.
+func (d *Device) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.stopped {
+		return fmt.Errorf("ublk start: %w", ErrStopped)
+	}
+	d.started = true
+	if err := d.start(ctx); err != nil {
+		d.stopErr = d.teardown(false)
+		d.stopped = true
+		return errors.Join(err, d.stopErr)
+	}
+	return nil
+}
+
+func (d *Device) start(ctx context.Context) error {
+	ctrl, err := openControl()
+	if err != nil {
+		return err
+	}
+	d.ctrl = ctrl
+
+	info := &uapi.CtrlDevInfo{
+		NrHwQueues:    uint16(d.opts.Queues),
+		QueueDepth:    uint16(d.opts.Depth),
+		MaxIOBufBytes: uint32(d.opts.MaxIOBytes),
+		DevID:         autoID,
+	}
+	if d.opts.FixedID {
+		info.DevID = d.opts.ID
+	}
+	if err := ctrl.addDev(info); err != nil {
+		return err
+	}
+	d.id, d.added = info.DevID, true
+	// The kernel may clamp queues to the CPUs and the buffer size to its
+	// limit: serve what it agreed to.
+	if int(info.NrHwQueues) < 1 || int(info.QueueDepth) != d.opts.Depth || int(info.MaxIOBufBytes) > d.opts.MaxIOBytes {
+		return fmt.Errorf("ublk add dev %d: kernel answered %d queues of depth %d with %d-byte buffers, asked %d of %d with %d",
+			d.id, info.NrHwQueues, info.QueueDepth, info.MaxIOBufBytes, d.opts.Queues, d.opts.Depth, d.opts.MaxIOBytes)
+	}
+	maxIO := int(info.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
+
+	kp := d.params.encode(uint32(maxIO))
+	if err := ctrl.setParams(d.id, &kp); err != nil {
+		return err
+	}
+
+	ctx, cancel := withDefaultTimeout(ctx, nodeTimeout)
+	defer cancel()
+	char, err := openNode(ctx, charPath(d.id))
+	if err != nil {
+		return err
+	}
+	d.char = char
+
+	for i := range int(info.NrHwQueues) {
+		q := newQueue(uint16(i), d.opts.Depth, d.target)
+		if err := q.open(int(char.Fd()), maxIO); err != nil {
+			return err
+		}
+		d.queues = append(d.queues, q)
+	}
+	// Every queue must have all its fetches submitted before START_DEV,
+	// which waits for them from another thread.
+	ready := make(chan error, len(d.queues))
+	for _, q := range d.queues {
+		d.running.Add(1)
+		go q.run(ready, d.running.Done)
+	}
+	var errs []error
+	for range d.queues {
+		errs = append(errs, <-ready)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+
+	if err := ctrl.startDev(d.id, os.Getpid()); err != nil {
+		return err
+	}
+	return waitBlockNode(ctx, blockPath(d.id))
+}
+
+// Stop removes the device: the block device goes first while the queues
+// still serve (so in-flight I/O completes), then the queues, then the
+// kernel's device. It is idempotent, safe from any goroutine, and returns
+// the same result every time.
+func (d *Device) Stop() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return d.stopErr
+	}
+	d.stopped = true
+	d.stopErr = d.teardown(d.started)
+	return d.stopErr
+}
+
+// teardown undoes whatever start got to. live says START_DEV may have
+// succeeded, so STOP_DEV is due.
+func (d *Device) teardown(live bool) error {
+	var errs []error
+	if d.added && live {
+		// del_gendisk waits for in-flight I/O, which the queues must
+		// still be serving.
+		errs = append(errs, d.ctrl.stopDev(d.id))
+	}
+	for _, q := range d.queues {
+		q.stopping.Store(true)
+		if q.wakeFd >= 0 {
+			q.wake()
+		}
+	}
+	d.running.Wait()
+	for _, q := range d.queues {
+		if q.err != nil {
+			errs = append(errs, q.err)
+		}
+		errs = append(errs, q.close())
+	}
+	d.queues = nil
+	if d.char != nil {
+		errs = append(errs, d.char.Close())
+		d.char = nil
+	}
+	if d.added {
+		// DEL_DEV waits until every fd on the device nodes is closed.
+		errs = append(errs, d.ctrl.delDev(d.id))
+		d.added = false
+	}
+	if d.ctrl != nil {
+		errs = append(errs, d.ctrl.close())
+		d.ctrl = nil
+	}
+	return errors.Join(errs...)
+}
+
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// openNode opens a device node that devtmpfs is about to create.
+func openNode(ctx context.Context, path string) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC, 0)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("ublk: %w", err)
+		}
+		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("ublk: %s did not appear (is devtmpfs mounted on /dev?): %w", path, err)
+		}
+	}
+}
+
+// waitBlockNode waits until path is a block device node.
+func waitBlockNode(ctx context.Context, path string) error {
+	for {
+		var st unix.Stat_t
+		err := unix.Stat(path, &st)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK {
+			return nil
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("ublk: %w", os.NewSyscallError("stat", err))
+		}
+		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+			return fmt.Errorf("ublk: %s did not appear (is devtmpfs mounted on /dev?): %w", path, err)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,34 @@
+// Package ublk serves a Target as a Linux block device, /dev/ublkbN, through the
+// kernel's ublk driver (ublk_drv, Linux 6.12 or later).
+//
+// A Device is created from a Target and Options, started with Start and
+// stopped with Stop. Start adds the device, sets its parameters from the
+// Target, starts one queue goroutine per hardware queue and returns once the
+// block device node exists. Stop removes the block device while the queues
+// still serve, so no acknowledged I/O is lost, then releases every kernel
+// object in the order the driver requires.
+//
+// # Requests
+//
+// Every queue goroutine owns its io_uring and its thread (the driver binds a
+// queue to the thread that fetched its first request). It decodes each
+// request the kernel hands it into the tag's Request and calls Target.Serve.
+// Serve must not block: it starts the work and returns. The request is
+// finished later, from any goroutine, with Request.Complete or Request.Done;
+// a slow request therefore never holds up the other tags of its queue.
+// Completing from another goroutine wakes the queue through an eventfd the
+// queue keeps polled on its ring. Neither path allocates.
+//
+// A Target that implements RingTarget may also submit its own I/O (reads,
+// writes, fsync, fallocate, block discards) on the queue's ring from inside
+// Serve or Reap; those completions come back to Reap on the queue goroutine
+// and never cross a thread. This is the fast path for file and member I/O.
+//
+// # Concurrency
+//
+// Device.Start and Device.Stop may be called from any goroutine; Stop is
+// idempotent and may run concurrently with Start's return or with itself.
+// Request.Complete and Request.Done are safe from any goroutine, once per
+// request. The Prep methods of Request are for the queue goroutine only:
+// call them inside Serve or Reap.
+package ublk

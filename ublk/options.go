@@ -1,0 +1,60 @@
+package ublk
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"uraid/ublk/internal/uapi"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultDepth      = 128
+	DefaultMaxIOBytes = 512 << 10
+)
+
+// Options shape the device beyond what its Target describes.
+type Options struct {
+	// ID asks for /dev/ublkbID when FixedID is set; otherwise the kernel
+	// picks the lowest free id.
+	ID      uint32
+	FixedID bool
+	// Queues is the number of hardware queues, each served by its own
+	// goroutine and thread. Zero means one per CPU.
+	Queues int
+	// Depth is the number of requests each queue may have in flight
+	// (1 to 4096). Zero means DefaultDepth.
+	Depth int
+	// MaxIOBytes is the largest read or write the kernel sends, and the
+	// size of each tag's buffer: a multiple of the page size. Zero means
+	// DefaultMaxIOBytes.
+	MaxIOBytes int
+}
+
+// withDefaults fills in zero fields and checks the rest, so that a bad
+// option is refused before anything is asked of the kernel.
+func (o Options) withDefaults() (Options, error) {
+	page := os.Getpagesize()
+	if o.Queues == 0 {
+		o.Queues = runtime.NumCPU()
+	}
+	if o.Depth == 0 {
+		o.Depth = DefaultDepth
+	}
+	if o.MaxIOBytes == 0 {
+		o.MaxIOBytes = DefaultMaxIOBytes
+	}
+	switch {
+	case o.Queues < 1 || o.Queues > uapi.UBLK_MAX_NR_QUEUES:
+		return o, fmt.Errorf("ublk options: %d queues is outside 1..%d", o.Queues, uapi.UBLK_MAX_NR_QUEUES)
+	case o.Depth < 1 || o.Depth > uapi.UBLK_MAX_QUEUE_DEPTH:
+		return o, fmt.Errorf("ublk options: queue depth %d is outside 1..%d", o.Depth, uapi.UBLK_MAX_QUEUE_DEPTH)
+	case o.MaxIOBytes < page || o.MaxIOBytes%page != 0 || o.MaxIOBytes > 1<<uapi.UBLK_IO_BUF_BITS:
+		return o, fmt.Errorf("ublk options: max I/O size %d is not a multiple of the page size %d up to %d", o.MaxIOBytes, page, 1<<uapi.UBLK_IO_BUF_BITS)
+	case o.FixedID && o.ID >= 1<<20:
+		// The block layer's minor numbers run out at 2^20.
+		return o, fmt.Errorf("ublk options: device id %d is too large", o.ID)
+	}
+	return o, nil
+}

@@ -1,0 +1,166 @@
+package ublk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/ublk/internal/uapi"
+)
+
+// DeviceInfo is what the kernel reports about a ublk device.
+type DeviceInfo struct {
+	ID         uint32
+	Queues     int
+	Depth      int
+	MaxIOBytes int
+	// State is "dead" (not serving), "live" or "quiesced" (waiting for
+	// a new server after user recovery).
+	State string
+	// PID is the server process that started the device, or 0.
+	PID   int
+	Flags uint64
+}
+
+// Info asks the kernel about device id.
+func Info(id uint32) (DeviceInfo, error) {
+	c, err := openControl()
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	defer c.close()
+	ki, err := c.getDevInfo(id)
+	if err != nil {
+		return DeviceInfo{}, err
+	}
+	return deviceInfo(ki), nil
+}
+
+func deviceInfo(ki uapi.CtrlDevInfo) DeviceInfo {
+	state := "state(" + strconv.Itoa(int(ki.State)) + ")"
+	switch ki.State {
+	case uapi.UBLK_S_DEV_DEAD:
+		state = "dead"
+	case uapi.UBLK_S_DEV_LIVE:
+		state = "live"
+	case uapi.UBLK_S_DEV_QUIESCED:
+		state = "quiesced"
+	}
+	return DeviceInfo{
+		ID: ki.DevID, Queues: int(ki.NrHwQueues), Depth: int(ki.QueueDepth),
+		MaxIOBytes: int(ki.MaxIOBufBytes), State: state, PID: int(ki.UblksrvPID), Flags: ki.Flags,
+	}
+}
+
+// Features returns the UBLK_F_* bits the running driver supports.
+func Features() (uint64, error) {
+	c, err := openControl()
+	if err != nil {
+		return 0, err
+	}
+	defer c.close()
+	return c.getFeatures()
+}
+
+// RemoveOrphan deletes device id if the server that started it is dead, as
+// happens when a server is killed: the kernel keeps /dev/ublkcN and the id
+// until someone deletes them. It returns ErrDaemonAlive, and leaves the
+// device alone, while that server runs.
+func RemoveOrphan(id uint32) error {
+	c, err := openControl()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return removeOrphan(c, id)
+}
+
+func removeOrphan(c *control, id uint32) error {
+	ki, err := c.getDevInfo(id)
+	if err != nil {
+		return err
+	}
+	if pid := int(ki.UblksrvPID); pid > 0 && processAlive(pid) {
+		return fmt.Errorf("ublk dev %d: %w (pid %d)", id, ErrDaemonAlive, pid)
+	}
+	if ki.State != uapi.UBLK_S_DEV_DEAD {
+		// A quiesced device (user recovery) or one whose stop never
+		// ran still has a disk: remove it first.
+		if err := c.stopDev(id); err != nil {
+			return err
+		}
+	}
+	return c.delDev(id)
+}
+
+// RemoveOrphans deletes every ublk device whose server is dead and returns
+// the ids it removed. Devices with a live server are left alone.
+func RemoveOrphans() ([]uint32, error) {
+	ids, err := listDevices()
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	c, err := openControl()
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	var removed []uint32
+	var errs []error
+	for _, id := range ids {
+		switch err := removeOrphan(c, id); {
+		case err == nil:
+			removed = append(removed, id)
+		case errors.Is(err, ErrDaemonAlive), errors.Is(err, unix.ENODEV):
+			// Served, or deleted meanwhile.
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// listDevices returns the ids of every ublk device the kernel has, from the
+// character devices it registers.
+func listDevices() ([]uint32, error) {
+	names, err := filepath.Glob("/sys/class/ublk-char-dev/ublkc*")
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint32
+	for _, n := range names {
+		v, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(n), "ublkc"), 10, 32)
+		if err == nil {
+			ids = append(ids, uint32(v))
+		}
+	}
+	return ids, nil
+}
+
+// processAlive reports whether pid names a process that is not a zombie.
+func processAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	if err != nil && !errors.Is(err, unix.EPERM) {
+		return false
+	}
+	// A zombie has released its files, and with them the device.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses and
+	// may itself contain them.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}

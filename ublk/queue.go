@@ -1,0 +1,439 @@
+package ublk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/ublk/internal/uapi"
+	"uraid/ublk/internal/uring"
+)
+
+// user_data of every SQE on a queue ring says who its completion is for:
+// the top byte is the kind, the rest depends on it.
+const (
+	udKindShift = 56
+	udIO        = 1 << udKindShift // FETCH / COMMIT_AND_FETCH; low 16 bits: tag
+	udWake      = 2 << udKindShift // poll on the wake eventfd
+	udTarget    = 3 << udKindShift // target I/O; bits 32-47: tag, low 32: sub
+)
+
+// Per-tag states, owned by the queue goroutine.
+const (
+	tagFetching uint8 = iota // a FETCH or COMMIT_AND_FETCH is outstanding
+	tagServing               // the target holds the request
+	tagAborted               // the kernel cancelled the fetch: never reissue
+)
+
+// queue serves one hardware queue. Everything but the fields marked
+// otherwise is owned by the queue goroutine (run), which is locked to its OS
+// thread for the life of the device because the driver binds the queue to
+// the thread that fetched on it.
+type queue struct {
+	id     uint16
+	depth  int
+	charFd int32
+	target Target
+	rt     RingTarget // target's ring side, or nil
+
+	ring    *uring.Ring
+	iods    []uapi.IODesc // shared with the kernel, read-only; views descMem
+	descMem []byte
+	bufs    [][]byte // per-tag request buffers; views bufMem
+	bufMem  []byte   // anonymous mmap
+	reqs  []Request
+	state []uint8
+	// serving counts tags in state tagServing; aborted those in
+	// tagAborted.
+	serving, aborted int
+
+	// done is filled by any goroutine (Request.Complete) and drained by
+	// the queue goroutine.
+	done completions
+	// sleeping is 1 while the queue goroutine is about to block or is
+	// blocked in io_uring_enter, 2 once a completer has written the
+	// eventfd for that sleep; 0 otherwise. It keeps completers from
+	// paying a write(2) when the queue will look at done anyway.
+	sleeping atomic.Uint32
+	// stopping is set by Device.stop after STOP_DEV: exit once the
+	// target holds no request, even if the kernel left fetches pending.
+	stopping atomic.Bool
+	// wakeFd is an eventfd the queue keeps a poll armed on, so a write
+	// from any goroutine ends its io_uring_enter.
+	wakeFd int
+	one    [8]byte // the eventfd increment, 1 in host order
+	drain  [8]byte // eventfd read buffer, queue goroutine only
+
+	// harness, when set, receives results instead of the kernel.
+	harness *Harness
+
+	// err is why the queue goroutine stopped early; read after it exits.
+	err error
+}
+
+func newQueue(id uint16, depth int, target Target) *queue {
+	q := &queue{
+		id:     id,
+		depth:  depth,
+		charFd: -1,
+		target: target,
+		reqs:   make([]Request, depth),
+		state:  make([]uint8, depth),
+		bufs:   make([][]byte, depth),
+		done:   newCompletions(depth),
+		wakeFd: -1,
+	}
+	q.rt, _ = target.(RingTarget)
+	*(*uint64)(unsafe.Pointer(&q.one)) = 1
+	for tag := range q.reqs {
+		q.reqs[tag] = Request{Queue: id, Tag: uint16(tag), q: q}
+	}
+	return q
+}
+
+// ringEntries sizes a queue ring: a commit per tag plus the target's own
+// I/O and the wake poll fit without forcing an early submit.
+func ringEntries(depth int) uint32 {
+	n := uint32(1)
+	for n < uint32(2*depth+1) {
+		n <<= 1
+	}
+	return n
+}
+
+// complete records res for tag and, if the queue goroutine is asleep in
+// the kernel, wakes it. Safe from any goroutine; does not allocate.
+func (q *queue) complete(tag uint16, res int32) {
+	q.done.push(tag, res)
+	// Dekker-style handshake with wait: the queue sets sleeping before
+	// its last look at done, the completer pushes before it looks at
+	// sleeping, so at least one of them sees the other.
+	if q.sleeping.CompareAndSwap(1, 2) {
+		q.wake()
+	}
+}
+
+// wake makes the queue goroutine return from io_uring_enter.
+func (q *queue) wake() {
+	for {
+		_, err := unix.Write(q.wakeFd, q.one[:])
+		if err != unix.EINTR {
+			// EAGAIN means the counter is saturated: a wakeup is
+			// pending anyway.
+			return
+		}
+	}
+}
+
+// run is the queue goroutine. ready receives nil once every tag has a
+// FETCH submitted (the precondition of START_DEV), or the setup error.
+func (q *queue) run(ready chan<- error, exited func()) {
+	defer exited()
+	// The driver binds the queue to this thread. Never unlocked: when run
+	// returns the thread exits with it, which is what the kernel expects
+	// of a queue whose device is gone.
+	runtime.LockOSThread()
+
+	// Writeback to this device may wait on this thread; without the flag
+	// its own allocations could recurse into that writeback and deadlock.
+	// Best effort: older kernels and unprivileged callers lack it.
+	_ = unix.Prctl(unix.PR_SET_IO_FLUSHER, 1, 0, 0, 0)
+
+	ring, err := uring.New(ringEntries(q.depth))
+	if err != nil {
+		ready <- fmt.Errorf("ublk queue %d: %w", q.id, err)
+		return
+	}
+	q.ring = ring
+	defer func() {
+		// Closing the ring cancels any fetch still outstanding, which
+		// is how the kernel learns this queue is gone.
+		if cerr := ring.Close(); cerr != nil && q.err == nil {
+			q.err = fmt.Errorf("ublk queue %d: %w", q.id, cerr)
+		}
+	}()
+
+	for tag := range q.depth {
+		if err := q.prepIO(uapi.UBLK_U_IO_FETCH_REQ, uint16(tag), 0); err != nil {
+			ready <- err
+			return
+		}
+	}
+	if err := q.armWake(); err != nil {
+		ready <- err
+		return
+	}
+	if _, err := q.ring.Submit(); err != nil {
+		ready <- fmt.Errorf("ublk queue %d: submit fetches: %w", q.id, err)
+		return
+	}
+	ready <- nil
+	q.err = q.loop()
+}
+
+// loop commits finished requests, waits for the kernel and dispatches what
+// it returns, until every tag is aborted or the device is stopping and the
+// target holds nothing.
+func (q *queue) loop() error {
+	for {
+		if err := q.commitDone(); err != nil {
+			return err
+		}
+		if q.aborted == q.depth || (q.stopping.Load() && q.serving == 0) {
+			return nil
+		}
+		if err := q.wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// wait submits what is queued, sleeps in the kernel until a completion
+// arrives unless a target has already finished a request, and handles the
+// completions.
+func (q *queue) wait() error {
+	q.sleeping.Store(1)
+	if !q.done.empty() {
+		q.sleeping.Store(0)
+		return nil
+	}
+	_, err := q.ring.SubmitAndWait(1)
+	q.sleeping.Store(0)
+	if err != nil {
+		return fmt.Errorf("ublk queue %d: %w", q.id, err)
+	}
+	return q.reap()
+}
+
+// reap handles every completion waiting in the ring.
+func (q *queue) reap() error {
+	for {
+		cqe, ok := q.ring.PeekCQE()
+		if !ok {
+			return nil
+		}
+		ud, res := cqe.UserData, cqe.Res
+		q.ring.AdvanceCQ(1)
+		switch ud & (0xff << udKindShift) {
+		case udIO:
+			q.onIO(uint16(ud), res)
+		case udWake:
+			if err := q.onWake(res); err != nil {
+				return err
+			}
+		case udTarget:
+			tag := uint16(ud >> 32)
+			if int(tag) < q.depth && q.rt != nil {
+				q.rt.Reap(&q.reqs[tag], uint32(ud), res)
+			}
+		}
+	}
+}
+
+// onIO handles the completion of a FETCH or COMMIT_AND_FETCH: a new
+// request for tag, or the end of the tag.
+func (q *queue) onIO(tag uint16, res int32) {
+	if int(tag) >= q.depth || q.state[tag] != tagFetching {
+		return
+	}
+	if res == uapi.UBLK_IO_RES_OK {
+		q.dispatch(tag)
+		return
+	}
+	// ABORT (-ENODEV) is the device going away. Any other error means
+	// the driver refused the command; the tag is unusable either way.
+	q.state[tag] = tagAborted
+	q.aborted++
+	if res != uapi.UBLK_IO_RES_ABORT && q.err == nil {
+		q.err = fmt.Errorf("ublk queue %d tag %d: fetch refused: %w", q.id, tag, unix.Errno(-res))
+	}
+}
+
+// dispatch decodes the descriptor the kernel wrote for tag and hands the
+// request to the target.
+func (q *queue) dispatch(tag uint16) {
+	iod := &q.iods[tag]
+	opFlags, nr, start := iod.OpFlags, iod.NrSectors, iod.StartSector
+
+	r := &q.reqs[tag]
+	r.Offset = int64(start << 9)
+	r.Length = int64(nr) << 9
+	r.FUA = opFlags&uapi.UBLK_IO_F_FUA != 0
+	r.NoUnmap = false
+	r.Buf = nil
+	q.state[tag] = tagServing
+	q.serving++
+
+	switch uint8(opFlags) {
+	case uapi.UBLK_IO_OP_READ, uapi.UBLK_IO_OP_WRITE:
+		r.Op = OpRead
+		if uint8(opFlags) == uapi.UBLK_IO_OP_WRITE {
+			r.Op = OpWrite
+		}
+		if r.Length > int64(len(q.bufs[tag])) {
+			// max_sectors forbids this; never trust it with memory.
+			q.complete(tag, -int32(unix.EIO))
+			return
+		}
+		r.Buf = q.bufs[tag][:r.Length]
+	case uapi.UBLK_IO_OP_FLUSH:
+		r.Op = OpFlush
+	case uapi.UBLK_IO_OP_DISCARD:
+		r.Op = OpDiscard
+	case uapi.UBLK_IO_OP_WRITE_ZEROES:
+		r.Op = OpWriteZeroes
+		r.NoUnmap = opFlags&uapi.UBLK_IO_F_NOUNMAP != 0
+	default:
+		q.complete(tag, -int32(unix.EOPNOTSUPP))
+		return
+	}
+	q.target.Serve(r)
+}
+
+// commitDone turns every finished request into a COMMIT_AND_FETCH.
+func (q *queue) commitDone() error {
+	for l := q.done.takeAll(); l != 0; {
+		tag, res, rest := q.done.walk(l)
+		l = rest
+		if q.state[tag] != tagServing {
+			// Completed twice: a target bug. Committing again would
+			// hand the kernel a tag it has not given us.
+			continue
+		}
+		q.state[tag] = tagFetching
+		q.serving--
+		if q.harness != nil {
+			q.harness.finished(tag, res)
+			continue
+		}
+		if err := q.prepIO(uapi.UBLK_U_IO_COMMIT_AND_FETCH_REQ, tag, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepIO queues a FETCH or COMMIT_AND_FETCH for tag.
+func (q *queue) prepIO(op uint32, tag uint16, res int32) error {
+	sqe, err := q.sqe()
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uapi.IORING_OP_URING_CMD
+	sqe.Fd = q.charFd
+	sqe.SetCmdOp(op)
+	*sqe.IOCmd() = uapi.IOCmd{QID: q.id, Tag: tag, Result: res, Addr: bufAddr(q.bufs[tag])}
+	sqe.UserData = udIO | uint64(tag)
+	return nil
+}
+
+// armWake queues a one-shot poll on the wake eventfd.
+func (q *queue) armWake() error {
+	sqe, err := q.sqe()
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uapi.IORING_OP_POLL_ADD
+	sqe.Fd = int32(q.wakeFd)
+	sqe.OpFlags = unix.POLLIN
+	sqe.UserData = udWake
+	return nil
+}
+
+// onWake resets the eventfd and re-arms its poll; the completions it
+// announced are picked up by the next commitDone.
+func (q *queue) onWake(res int32) error {
+	if res < 0 && res != -int32(unix.ECANCELED) {
+		return fmt.Errorf("ublk queue %d: poll wake eventfd: %w", q.id, unix.Errno(-res))
+	}
+	for {
+		_, err := unix.Read(q.wakeFd, q.drain[:])
+		if err != unix.EINTR {
+			break
+		}
+	}
+	return q.armWake()
+}
+
+// sqe returns a zeroed SQE, submitting what is queued if the ring is full.
+func (q *queue) sqe() (*uapi.SQE, error) {
+	for range 2 {
+		if sqe := q.ring.NextSQE(); sqe != nil {
+			return sqe, nil
+		}
+		if _, err := q.ring.Submit(); err != nil && !errors.Is(err, unix.EINTR) {
+			return nil, fmt.Errorf("ublk queue %d: submit: %w", q.id, err)
+		}
+	}
+	return nil, fmt.Errorf("ublk queue %d: submission queue stays full", q.id)
+}
+
+func bufAddr(b []byte) uint64 {
+	if cap(b) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+// open maps the queue's descriptor array from /dev/ublkcN and its per-tag
+// buffers from anonymous memory, which neither moves nor is freed behind the
+// kernel's back, and makes its wake eventfd.
+func (q *queue) open(charFd int, maxIO int) error {
+	page := os.Getpagesize()
+	desc, err := unix.Mmap(charFd, uapi.CmdBufOffset(q.id, page), uapi.CmdBufSize(uint16(q.depth), page), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("ublk queue %d: map descriptors: %w", q.id, os.NewSyscallError("mmap", err))
+	}
+	q.descMem = desc
+	q.iods = unsafe.Slice((*uapi.IODesc)(unsafe.Pointer(unsafe.SliceData(desc))), q.depth)
+	q.charFd = int32(charFd)
+	if err := q.openBuffers(maxIO); err != nil {
+		q.close()
+		return err
+	}
+	return nil
+}
+
+// openBuffers maps the per-tag buffers and the wake eventfd: everything but
+// the kernel's descriptors.
+func (q *queue) openBuffers(maxIO int) error {
+	mem, err := unix.Mmap(-1, 0, q.depth*maxIO, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("ublk queue %d: map %d buffers of %d bytes: %w", q.id, q.depth, maxIO, os.NewSyscallError("mmap", err))
+	}
+	q.bufMem = mem
+	for tag := range q.bufs {
+		q.bufs[tag] = mem[tag*maxIO : (tag+1)*maxIO : (tag+1)*maxIO]
+	}
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("ublk queue %d: %w", q.id, os.NewSyscallError("eventfd", err))
+	}
+	q.wakeFd = fd
+	return nil
+}
+
+// close releases what open made. Only after the queue goroutine is gone.
+func (q *queue) close() error {
+	var errs []error
+	if q.descMem != nil {
+		q.iods = nil
+		errs = append(errs, unix.Munmap(q.descMem))
+		q.descMem = nil
+	}
+	if q.bufMem != nil {
+		clear(q.bufs)
+		errs = append(errs, unix.Munmap(q.bufMem))
+		q.bufMem = nil
+	}
+	if q.wakeFd >= 0 {
+		errs = append(errs, unix.Close(q.wakeFd))
+		q.wakeFd = -1
+	}
+	return errors.Join(errs...)
+}

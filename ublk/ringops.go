@@ -1,0 +1,108 @@
+package ublk
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/ublk/internal/uapi"
+)
+
+// The Prep methods queue I/O on the ring of r's queue for a RingTarget.
+// They may be called only on the queue goroutine, that is inside
+// Target.Serve or RingTarget.Reap, and only while r is being served. The
+// I/O is submitted when the queue next enters the kernel, and its result
+// reaches RingTarget.Reap(r, sub, res). buf must be memory that stays put
+// until then, such as r.Buf or a slice of it.
+
+// PrepRead reads len(buf) bytes at off of fd into buf.
+func (r *Request) PrepRead(fd int, buf []byte, off int64, sub uint32) error {
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uapi.IORING_OP_READ
+	sqe.Fd = int32(fd)
+	sqe.Addr = bufAddr(buf)
+	sqe.Len = uint32(len(buf))
+	sqe.Off = uint64(off)
+	return nil
+}
+
+// PrepWrite writes buf at off of fd; with fua the write is durable when it
+// completes (RWF_DSYNC, which the block layer turns into a FUA write).
+func (r *Request) PrepWrite(fd int, buf []byte, off int64, fua bool, sub uint32) error {
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uapi.IORING_OP_WRITE
+	sqe.Fd = int32(fd)
+	sqe.Addr = bufAddr(buf)
+	sqe.Len = uint32(len(buf))
+	sqe.Off = uint64(off)
+	if fua {
+		sqe.OpFlags = unix.RWF_DSYNC
+	}
+	return nil
+}
+
+// PrepFsync makes fd's written data durable (fdatasync when datasync).
+func (r *Request) PrepFsync(fd int, datasync bool, sub uint32) error {
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uapi.IORING_OP_FSYNC
+	sqe.Fd = int32(fd)
+	if datasync {
+		sqe.OpFlags = uapi.IORING_FSYNC_DATASYNC
+	}
+	return nil
+}
+
+// PrepFallocate is fallocate(fd, mode, off, length), run by the kernel off
+// the queue thread.
+func (r *Request) PrepFallocate(fd int, mode uint32, off, length int64, sub uint32) error {
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	// io_uring's fallocate takes the length in addr and the mode in len.
+	sqe.Opcode = uapi.IORING_OP_FALLOCATE
+	sqe.Fd = int32(fd)
+	sqe.Off = uint64(off)
+	sqe.Addr = uint64(length)
+	sqe.Len = mode
+	return nil
+}
+
+// PrepBlockDiscard discards [off, off+length) of the block device fd (open
+// for writing) without blocking the queue (BLOCK_URING_CMD_DISCARD, Linux
+// 6.12+). Kernels without it answer -EOPNOTSUPP; -EAGAIN asks for a retry.
+// Unlike BLKDISCARD it does not exclude overlapping reads and writes.
+func (r *Request) PrepBlockDiscard(fd int, off, length int64, sub uint32) error {
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	sqe.Opcode = uapi.IORING_OP_URING_CMD
+	sqe.Fd = int32(fd)
+	sqe.SetCmdOp(uapi.BLOCK_URING_CMD_DISCARD)
+	sqe.Addr = uint64(off)
+	sqe.Addr3 = uint64(length)
+	return nil
+}
+
+func (r *Request) targetSQE(sub uint32) (*uapi.SQE, error) {
+	q := r.q
+	if q.rt == nil {
+		return nil, fmt.Errorf("ublk: %T prepares ring I/O but has no Reap method to receive it", q.target)
+	}
+	sqe, err := q.sqe()
+	if err != nil {
+		return nil, err
+	}
+	sqe.UserData = udTarget | uint64(r.Tag)<<32 | uint64(sub)
+	return sqe, nil
+}
