@@ -46,8 +46,8 @@ type queue struct {
 	descMem []byte
 	bufs    [][]byte // per-tag request buffers; views bufMem
 	bufMem  []byte   // anonymous mmap
-	reqs  []Request
-	state []uint8
+	reqs    []Request
+	state   []uint8
 	// serving counts tags in state tagServing; aborted those in
 	// tagAborted.
 	serving, aborted int
