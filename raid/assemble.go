@@ -138,8 +138,12 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		for i, n := range a.Missing {
 			idx[i] = fmt.Sprint(n)
 		}
-		errs = append(errs, fmt.Errorf("member index %s %w: no given device claims it; name every member, or assemble degraded",
-			strings.Join(idx, ", "), ErrMissingMember))
+		noun, pronoun := "index", "it"
+		if len(idx) > 1 {
+			noun, pronoun = "indexes", "them"
+		}
+		errs = append(errs, fmt.Errorf("member %s %s %w: no given device claims %s; name every member, or assemble degraded",
+			noun, strings.Join(idx, ", "), ErrMissingMember, pronoun))
 	}
 	if !ref.Level.Redundant() {
 		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level))

@@ -1,0 +1,400 @@
+package raid
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// array returns superblocks for every member of one array built from
+// validSB, with paths /dev/m0, /dev/m1, ...
+func array(t testing.TB, n uint32, mutate func(*Superblock)) []MemberSB {
+	t.Helper()
+	tmpl := validSB()
+	tmpl.Members = n
+	if mutate != nil {
+		mutate(&tmpl)
+	}
+	ms := make([]MemberSB, n)
+	for i := range n {
+		sb := tmpl
+		sb.Index = i
+		sb.MemberUUID[15] = byte(i)
+		sb.MemberUUID[14] = byte(i >> 8)
+		require.NoError(t, sb.Validate())
+		ms[i] = MemberSB{Path: fmt.Sprintf("/dev/m%d", i), SB: &sb}
+	}
+	return ms
+}
+
+func TestCheckAssemblyComplete(t *testing.T) {
+	ms := array(t, 4, nil)
+	given := []MemberSB{ms[2], ms[0], ms[3], ms[1]}
+	a, err := CheckAssembly(given)
+	require.NoError(t, err)
+	assert.Equal(t, ms, a.Members, "ordered by index")
+	assert.False(t, a.Degraded())
+	assert.Empty(t, a.Missing)
+	assert.Empty(t, a.Stale)
+	assert.Equal(t, ms[0].SB.ArrayUUID, a.Newest.ArrayUUID)
+	assert.Equal(t, StateDirty, a.Newest.State)
+}
+
+func TestCheckAssemblyNewestWins(t *testing.T) {
+	ms := array(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0 })
+	ms[1].SB.Events = 58
+	ms[1].SB.State = StateClean
+	ms[1].SB.Name = "renamed"
+	ms[0].SB.Events = 58
+	ms[2].SB.Events = 58
+	a, err := CheckAssembly(ms)
+	require.NoError(t, err, "equal events: nothing stale")
+	assert.Equal(t, "fast_scratch-1.0", a.Newest.Name, "on a tie the first member given is the reference")
+
+	ms[1].SB.Events = 60
+	a, err = CheckAssembly(ms)
+	require.ErrorIs(t, err, ErrStaleMember)
+	require.NotNil(t, a)
+	assert.Equal(t, uint64(60), a.Newest.Events)
+	assert.Equal(t, "renamed", a.Newest.Name, "array-wide fields come from the newest member")
+	assert.Equal(t, StateClean, a.Newest.State)
+	assert.Equal(t, []MemberSB{ms[0], ms[2]}, a.Stale)
+}
+
+func TestCheckAssemblyStale(t *testing.T) {
+	ms := array(t, 2, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize, sb.Events = LevelRAID1, LayoutNone, 0, 57 })
+	ms[1].SB.Events = 41
+	a, err := CheckAssembly(ms)
+	require.ErrorIs(t, err, ErrStaleMember)
+	assert.NotErrorIs(t, err, ErrMissingMember)
+	assert.Contains(t, err.Error(), "member /dev/m1 (index 1): events 41 behind 57: stale, it missed writes; re-add it or assemble without it")
+	assert.NotContains(t, err.Error(), "/dev/m0")
+	assert.NotContains(t, err.Error(), "no redundancy")
+	require.NotNil(t, a)
+	assert.True(t, a.Degraded())
+	assert.Equal(t, []MemberSB{ms[1]}, a.Stale)
+	assert.Equal(t, []MemberSB{ms[0], {}}, a.Members, "a stale member does not take its slot")
+	assert.Empty(t, a.Missing)
+}
+
+func TestCheckAssemblyMissing(t *testing.T) {
+	tests := []struct {
+		name      string
+		level     Level
+		layout    Layout
+		chunk     uint64
+		given     []int
+		missing   []uint32
+		msg       string
+		redundant bool
+	}{
+		{"raid1 one gone", LevelRAID1, LayoutNone, 0, []int{0, 2, 3}, []uint32{1}, "member index 1 missing", true},
+		{"raid10 two gone", LevelRAID10, LayoutN2, 65536, []int{3, 0}, []uint32{1, 2}, "member indexes 1, 2 missing: no given device claims them", true},
+		{"raid0 one gone", LevelRAID0, LayoutNone, 65536, []int{1, 2, 3}, []uint32{0}, "member index 0 missing", false},
+		{"linear one gone", LevelLinear, LayoutNone, 0, []int{0, 1, 2}, []uint32{3}, "member index 3 missing", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := array(t, 4, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = tt.level, tt.layout, tt.chunk })
+			var given []MemberSB
+			for _, i := range tt.given {
+				given = append(given, ms[i])
+			}
+			a, err := CheckAssembly(given)
+			require.ErrorIs(t, err, ErrMissingMember)
+			assert.NotErrorIs(t, err, ErrStaleMember)
+			assert.Contains(t, err.Error(), tt.msg)
+			assert.Contains(t, err.Error(), "name every member, or assemble degraded")
+			if tt.redundant {
+				assert.NotContains(t, err.Error(), "no redundancy")
+			} else {
+				assert.Contains(t, err.Error(), fmt.Sprintf("level %s has no redundancy", tt.level))
+			}
+			require.NotNil(t, a)
+			assert.Equal(t, tt.missing, a.Missing)
+			for i, m := range a.Members {
+				if slices.Contains(tt.missing, uint32(i)) {
+					assert.Equal(t, MemberSB{}, m, "slot %d", i)
+				} else {
+					assert.Equal(t, ms[i], m, "slot %d", i)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckAssemblyMissingAndStale(t *testing.T) {
+	ms := array(t, 4, nil)
+	ms[3].SB.Events = 10
+	a, err := CheckAssembly([]MemberSB{ms[0], ms[1], ms[3]})
+	require.ErrorIs(t, err, ErrMissingMember)
+	require.ErrorIs(t, err, ErrStaleMember)
+	assert.Contains(t, err.Error(), "member /dev/m3 (index 3): events 10 behind 57")
+	assert.Contains(t, err.Error(), "member index 2 missing")
+	require.NotNil(t, a)
+	assert.Equal(t, []uint32{2}, a.Missing)
+	assert.Equal(t, []MemberSB{ms[3]}, a.Stale)
+}
+
+// TestCheckAssemblyRefuses covers the conflicts after which no Assembly
+// is returned. want lists substrings the error must hold; absent lists
+// ones it must not (members that are fine must not be blamed).
+func TestCheckAssemblyRefuses(t *testing.T) {
+	other := func(t *testing.T) []MemberSB {
+		return array(t, 2, func(sb *Superblock) {
+			sb.ArrayUUID[0] = 0xee
+			sb.Name = "other"
+			sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0
+		})
+	}
+	tests := []struct {
+		name   string
+		given  func(t *testing.T) []MemberSB
+		err    error
+		want   []string
+		absent []string
+	}{
+		{
+			name:  "nothing given",
+			given: func(*testing.T) []MemberSB { return nil },
+			err:   ErrNoMembers,
+		},
+		{
+			name: "no superblock",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				ms[1].SB = nil
+				return ms
+			},
+			want: []string{"member /dev/m1: no superblock was read"},
+		},
+		{
+			name: "invalid superblock",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				ms[0].SB.Index = 7
+				return ms
+			},
+			err:  ErrInvalid,
+			want: []string{"member /dev/m0: invalid superblock: member index 7"},
+		},
+		{
+			name: "path named twice",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				return []MemberSB{ms[0], ms[1], ms[0]}
+			},
+			want: []string{"member /dev/m0 is named twice"},
+		},
+		{
+			name: "one foreign member",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 3, nil)
+				o := other(t)[1]
+				o.Path = "/dev/x"
+				return []MemberSB{ms[0], o, ms[1], ms[2]}
+			},
+			err: ErrForeignMember,
+			want: []string{
+				`member /dev/x: belongs to another array "other" (ee`,
+				`not to array "fast_scratch-1.0" (a1a2a3a4-a5a6-47a8-89aa-abacadaeafb0) held by /dev/m0, /dev/m1, /dev/m2: leave it out`,
+			},
+			absent: []string{"member /dev/m0:", "member /dev/m1:", "member /dev/m2:"},
+		},
+		{
+			name: "two arrays one each: the newer is the reference",
+			given: func(t *testing.T) []MemberSB {
+				o := other(t)[0]
+				o.SB.Events = 1000
+				o.Path = "/dev/x"
+				return []MemberSB{array(t, 2, nil)[0], o}
+			},
+			err:    ErrForeignMember,
+			want:   []string{`member /dev/m0: belongs to another array "fast_scratch-1.0"`, `held by /dev/x`},
+			absent: []string{"member /dev/x:"},
+		},
+		{
+			name: "level differs",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 3, nil)
+				ms[2].SB.Level, ms[2].SB.Layout = LevelRAID0, LayoutNone
+				ms[2].SB.Events = 3
+				return ms
+			},
+			err:    ErrGeometryMismatch,
+			want:   []string{"member /dev/m2 (index 2, events 3): geometry mismatch: level 0, but newest member /dev/m0 (events 57) says level 10"},
+			absent: []string{"member /dev/m1"},
+		},
+		{
+			name: "layout differs",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				ms[1].SB.Layout = LayoutN2
+				return ms
+			},
+			err:  ErrGeometryMismatch,
+			want: []string{`member /dev/m1 (index 1, events 57): geometry mismatch: layout "n2", but newest member /dev/m0 (events 57) says layout "f2"`},
+		},
+		{
+			name: "chunk differs",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				ms[0].SB.ChunkSize = 4096
+				ms[1].SB.Events++
+				return ms
+			},
+			err:  ErrGeometryMismatch,
+			want: []string{"member /dev/m0 (index 0, events 57): geometry mismatch: chunk size 4096, but newest member /dev/m1 (events 58) says chunk size 524288"},
+		},
+		{
+			name: "member count differs",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 3, nil)
+				ms[1].SB.Members = 2
+				return ms
+			},
+			err:  ErrGeometryMismatch,
+			want: []string{"member /dev/m1 (index 1, events 57): geometry mismatch: member count 2, but newest member /dev/m0 (events 57) says member count 3"},
+		},
+		{
+			name: "data size differs",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				ms[1].SB.DataSize -= 512
+				return ms
+			},
+			err:  ErrGeometryMismatch,
+			want: []string{"member /dev/m1 (index 1, events 57): geometry mismatch: data size 1099511627264"},
+		},
+		{
+			name: "same device under two paths",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				alias := ms[1]
+				alias.Path = "/dev/disk/by-id/nvme-x"
+				return append(ms, alias)
+			},
+			err:  ErrDuplicateIndex,
+			want: []string{"members /dev/m1, /dev/disk/by-id/nvme-x all claim index 1", "named twice under different paths"},
+		},
+		{
+			name: "replaced member still attached",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				old := *ms[1].SB
+				old.MemberUUID[0] ^= 0xff
+				old.Events = 40
+				return append(ms, MemberSB{Path: "/dev/old", SB: &old})
+			},
+			err:  ErrDuplicateIndex,
+			want: []string{"members /dev/m1, /dev/old all claim index 1", "/dev/m1 has events 57; /dev/old (events 40) were probably replaced by it: leave them out"},
+		},
+		{
+			name: "two fresh members in one slot",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 2, nil)
+				twin := *ms[0].SB
+				twin.MemberUUID[0] ^= 0xff
+				return append(ms, MemberSB{Path: "/dev/twin", SB: &twin})
+			},
+			err:  ErrDuplicateIndex,
+			want: []string{"members /dev/m0, /dev/twin all claim index 0", "leave all but one out"},
+		},
+		{
+			name: "several problems are all named",
+			given: func(t *testing.T) []MemberSB {
+				ms := array(t, 3, nil)
+				ms[1].SB.DataSize = 4096
+				o := other(t)[0]
+				o.Path = "/dev/x"
+				return append(ms, o)
+			},
+			err:  ErrForeignMember,
+			want: []string{"member /dev/x: belongs to another array", "member /dev/m1 (index 1, events 57): geometry mismatch: data size 4096"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := CheckAssembly(tt.given(t))
+			require.Error(t, err)
+			assert.Nil(t, a)
+			if tt.err != nil {
+				assert.ErrorIs(t, err, tt.err)
+			}
+			assert.NotErrorIs(t, err, ErrMissingMember)
+			assert.NotErrorIs(t, err, ErrStaleMember)
+			for _, s := range tt.want {
+				assert.Contains(t, err.Error(), s)
+			}
+			for _, s := range tt.absent {
+				assert.NotContains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+// TestPropertyAssembly checks CheckAssembly against a model: any subset of
+// an array's members, in any order, some of them behind on events, comes
+// back slotted by index with exactly the absent slots missing and the
+// behind members stale.
+func TestPropertyAssembly(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tmpl := genSuperblock.Draw(t, "sb")
+		minMembers := uint32(1)
+		if tmpl.Level == LevelRAID10 {
+			minMembers = 2
+		}
+		tmpl.Members = rapid.Uint32Range(minMembers, 16).Draw(t, "members")
+		newest := rapid.Uint64Range(1, 1<<62).Draw(t, "newest")
+		all := make([]MemberSB, tmpl.Members)
+		for i := range tmpl.Members {
+			sb := tmpl
+			sb.Index = i
+			sb.MemberUUID[0] = byte(i)
+			sb.MemberUUID[1] = 1
+			sb.Events = newest
+			all[i] = MemberSB{Path: fmt.Sprintf("/dev/d%d", i), SB: &sb}
+		}
+		present := rapid.SliceOfNDistinct(rapid.Uint32Range(0, tmpl.Members-1), 1, int(tmpl.Members), rapid.ID[uint32]).Draw(t, "present")
+		stale := make(map[uint32]bool)
+		for _, i := range present[1:] {
+			if rapid.Bool().Draw(t, fmt.Sprintf("stale%d", i)) {
+				stale[i] = true
+				all[i].SB.Events = rapid.Uint64Range(0, newest-1).Draw(t, fmt.Sprintf("events%d", i))
+			}
+		}
+		given := make([]MemberSB, len(present))
+		for j, i := range present {
+			given[j] = all[i]
+		}
+
+		a, err := CheckAssembly(given)
+		require.NotNil(t, a, "err: %v", err)
+		require.Equal(t, newest, a.Newest.Events)
+		require.Len(t, a.Members, int(tmpl.Members))
+		var wantMissing []uint32
+		var wantStale []MemberSB
+		for i := range tmpl.Members {
+			switch {
+			case !slices.Contains(present, i):
+				wantMissing = append(wantMissing, i)
+				require.Equal(t, MemberSB{}, a.Members[i])
+			case stale[i]:
+				wantStale = append(wantStale, all[i])
+				require.Equal(t, MemberSB{}, a.Members[i])
+			default:
+				require.Equal(t, all[i], a.Members[i])
+			}
+		}
+		require.Equal(t, wantMissing, a.Missing)
+		require.Equal(t, wantStale, a.Stale)
+		require.Equal(t, len(wantMissing) > 0, errors.Is(err, ErrMissingMember))
+		require.Equal(t, len(wantStale) > 0, errors.Is(err, ErrStaleMember))
+		require.Equal(t, a.Degraded(), err != nil)
+	})
+}
