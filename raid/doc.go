@@ -1,0 +1,41 @@
+// Package raid holds uraid's arrays: the metadata that makes a set of
+// devices one array, and the checks that decide whether a set of devices
+// may run as one.
+//
+// # Superblock
+//
+// Every member carries a Superblock: one 4096-byte block at byte offset
+// 4096, after md's v1.2 format, protected by a CRC32C checksum. It records
+// the array's identity (UUID, name), its geometry (level, layout, chunk
+// size, member count, per-member data size), the member's own slot and
+// UUID, where the data starts, and an event counter that orders updates.
+// The byte layout is documented beside the encoder in superblock.go and in
+// docs/superblock.md.
+//
+// Guarantees:
+//   - UnmarshalBinary and ReadSuperblock never panic, whatever the bytes;
+//     they tell apart a device that is not a member (ErrNotMember), a
+//     damaged block (ErrCorrupt), a block from a newer incompatible uraid
+//     (ErrUnsupportedVersion) and impossible field values (ErrInvalid).
+//   - uraid never writes a superblock it would refuse to read: Marshal
+//     validates first.
+//   - WriteSuperblock and WipeSuperblock issue exactly one aligned 4096-byte
+//     write at offset 4096, so they work on devices opened with O_DIRECT and
+//     never touch the first 4096 bytes or the data area.
+//
+// # Assembly
+//
+// CheckAssembly takes the superblocks read from the devices a user named
+// and decides whether they form one array: same array UUID, same
+// geometry, each slot claimed once. The member with the most events is the
+// reference; members behind it are stale and slots nobody claims are
+// missing. Every error names the member at fault, why, and what to do.
+//
+// # Concurrency
+//
+// Superblock, MemberSB and Assembly are plain values with no internal
+// locking: share them read-only or copy them. The functions in this package
+// keep no state and are safe to call concurrently, but two concurrent
+// writes to the same member's superblock race on the device; the caller
+// that owns a member serialises its superblock updates.
+package raid
