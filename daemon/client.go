@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+)
+
+// ErrNotRunning means no daemon answers for the array.
+var ErrNotRunning = errors.New("array is not running")
+
+// Client talks to the daemon of one array.
+type Client struct {
+	name string
+	hc   *http.Client
+}
+
+// NewClient returns a client for the array called name. It does not connect until asked.
+func NewClient(name string) *Client {
+	path := SocketPath(name)
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}
+	return &Client{name: name, hc: &http.Client{Transport: tr}}
+}
+
+// StatusJSON returns the array's status as the daemon encoded it.
+func (c *Client) StatusJSON(ctx context.Context) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "/status")
+}
+
+// Status decodes the array's status into v.
+func (c *Client) Status(ctx context.Context, v any) error {
+	b, err := c.StatusJSON(ctx)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// Metrics returns the daemon's Prometheus metrics, in text format.
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, "/metrics")
+}
+
+// Stop asks the daemon to stop the array and returns once it has.
+func (c *Client) Stop(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodPost, "/stop")
+	return err
+}
+
+func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("array %s: %w (no daemon answers on %s; see uraid list)", c.name, ErrNotRunning, SocketPath(c.name))
+		}
+		if errors.Is(err, os.ErrPermission) {
+			return nil, fmt.Errorf("array %s: %w (the control socket is root's: run as root)", c.name, err)
+		}
+		return nil, fmt.Errorf("array %s: %w", c.name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("array %s: %w", c.name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb errorBody
+		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+			return nil, fmt.Errorf("array %s: %s", c.name, eb.Error)
+		}
+		return nil, fmt.Errorf("array %s: daemon answered %s", c.name, resp.Status)
+	}
+	return body, nil
+}

@@ -1,0 +1,118 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Array is what a daemon serves on its control socket.
+type Array interface {
+	// Status is the array's status, encoded as JSON for GET /status.
+	Status() any
+	// Stop stops the array: flush, mark the members clean, remove the device. It returns once that
+	// is done; it is safe to call more than once and from any goroutine.
+	Stop() error
+}
+
+// Server is a daemon's control socket.
+type Server struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+	done chan struct{}
+	err  error // of Serve, read after done is closed
+}
+
+// Listen creates the control socket of the array called name. It fails if a daemon of that name
+// already answers there; a socket left behind by a killed daemon is replaced.
+func Listen(name string) (*Server, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(RunDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	path := SocketPath(name)
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("array %s is already running (its control socket %s answers); stop it first: uraid stop %s", name, path, name)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("control socket: remove stale %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	// Status reveals member paths and stop removes a disk: root only.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	return &Server{name: name, ln: ln, done: make(chan struct{})}, nil
+}
+
+// Serve answers on the socket until Close: GET /status, GET /metrics from reg, POST /stop.
+func (s *Server) Serve(a Array, reg prometheus.Gatherer) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, a.Status())
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, _ *http.Request) {
+		if err := a.Stop(); err != nil {
+			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, struct{}{})
+	})
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+			s.err = err
+		}
+	}()
+}
+
+// Close stops answering, lets requests in progress finish (a stop in progress among them) and
+// removes the socket.
+func (s *Server) Close() error {
+	var err error
+	if s.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = s.srv.Shutdown(ctx)
+		<-s.done
+		if s.err != nil {
+			err = s.err
+		}
+	} else {
+		err = s.ln.Close()
+	}
+	if rerr := os.Remove(SocketPath(s.name)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client has gone if this fails; nothing to tell it
+}
