@@ -54,7 +54,7 @@ const (
 	VersionMinor = 0 // fields added in reserved space bump this
 
 	DefaultDataOffset = 1 << 20 // data starts 1 MiB in, as in md 1.2
-	DataOffsetAlign   = 1 << 20 // keeps data aligned to any SSD erase block
+	DataOffsetAlign   = 1 << 20 // aligns data to any sector, page or discard granularity
 
 	SectorSize   = 512     // data size granularity: the smallest block size
 	MinChunkSize = 4096    // smaller chunks split every page-sized request

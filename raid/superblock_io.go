@@ -49,9 +49,9 @@ func ReadSuperblock(r io.ReaderAt) (*Superblock, error) {
 
 // WriteSuperblock encodes sb and writes it to a member in exactly one
 // aligned SuperblockSize-byte write at SuperblockOffset, so it works on a
-// file opened with O_DIRECT and never leaves half a superblock behind a
-// partial request. If w can Sync (an *os.File) it is synced afterwards; no
-// other write follows.
+// file opened with O_DIRECT and is never split into separate requests; a
+// write torn by power loss fails the checksum on the next read. If w can
+// Sync (an *os.File) it is synced afterwards; no other write follows.
 func WriteSuperblock(w io.WriterAt, sb *Superblock) error {
 	block := AlignedBlock()
 	if err := sb.marshalInto(block); err != nil {
