@@ -1,0 +1,309 @@
+package discard
+
+import (
+	"math/bits"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// The planner model works on a 64-byte member so that any set of bytes is one
+// uint64 and every answer of the queue can be recomputed bit by bit.
+
+func span(off, n int64) uint64 {
+	if n >= 64 {
+		return ^uint64(0) << off
+	}
+	return ((uint64(1) << n) - 1) << off
+}
+
+// modelPush is one Push as the model remembers it: which of its bytes are
+// still queued, for whom, and in what order it came.
+type modelPush struct {
+	tag  int
+	seq  uint64
+	left uint64
+}
+
+type modelFlight struct {
+	id   uint64
+	mask uint64
+	seq  uint64 // oldest push it settled bytes of
+}
+
+type planModel struct {
+	q        *Queue[int]
+	maxLen   int64
+	pushes   []modelPush
+	flights  []modelFlight
+	seq      uint64
+	tagged   bool // every push so far was tagged
+	settled  map[int]int64
+	expected map[int]int64
+}
+
+func (m *planModel) pendingUnion() uint64 {
+	var u uint64
+	for _, p := range m.pushes {
+		u |= p.left
+	}
+	return u
+}
+
+func (m *planModel) flightUnion() uint64 {
+	var u uint64
+	for _, f := range m.flights {
+		u |= f.mask
+	}
+	return u
+}
+
+// settle removes mask from every push and returns the tagged bytes per tag
+// and the oldest push touched.
+func (m *planModel) settle(mask uint64) (map[int]int64, uint64) {
+	parts := map[int]int64{}
+	var oldest uint64
+	for i := range m.pushes {
+		p := &m.pushes[i]
+		hit := p.left & mask
+		if hit == 0 {
+			continue
+		}
+		if p.tag != 0 {
+			parts[p.tag] += int64(bits.OnesCount64(hit))
+		}
+		if oldest == 0 || p.seq < oldest {
+			oldest = p.seq
+		}
+		p.left &^= mask
+	}
+	return parts, oldest
+}
+
+func partsMap(parts []Part[int]) map[int]int64 {
+	got := map[int]int64{}
+	for _, p := range parts {
+		got[p.Tag] += p.Bytes
+	}
+	return got
+}
+
+func (m *planModel) checkInvariants(t *rapid.T) {
+	require.NoError(t, m.q.check())
+	var union uint64
+	perTag := map[int]int64{}
+	for _, p := range m.q.pending {
+		union |= span(p.off, p.end-p.off)
+		if p.tag != 0 {
+			perTag[p.tag] += p.end - p.off
+		}
+	}
+	require.Equal(t, m.pendingUnion(), union, "queued bytes differ from the model")
+	want := map[int]int64{}
+	for _, p := range m.pushes {
+		if p.tag != 0 && p.left != 0 {
+			want[p.tag] += int64(bits.OnesCount64(p.left))
+		}
+	}
+	require.Equal(t, want, perTag, "tagged queued bytes differ from the model")
+	require.Equal(t, len(m.flights), m.q.InFlight())
+}
+
+func TestQueueModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		maxLen := rapid.Int64Range(1, 70).Draw(t, "maxLen")
+		m := &planModel{q: NewQueue[int](maxLen), maxLen: maxLen, tagged: true,
+			settled: map[int]int64{}, expected: map[int]int64{}}
+		var issue Issue[int]
+		rng := func(t *rapid.T) (int64, int64) {
+			off := rapid.Int64Range(0, 63).Draw(t, "off")
+			n := rapid.Int64Range(1, 64-off).Draw(t, "n")
+			return off, n
+		}
+		t.Repeat(map[string]func(*rapid.T){
+			"push": func(t *rapid.T) {
+				off, n := rng(t)
+				tag := rapid.IntRange(0, 4).Draw(t, "tag")
+				m.q.Push(off, n, tag)
+				m.seq++
+				m.tagged = m.tagged && tag != 0
+				m.pushes = append(m.pushes, modelPush{tag: tag, seq: m.seq, left: span(off, n)})
+				if tag != 0 {
+					m.expected[tag] += n
+				}
+			},
+			"pop": func(t *rapid.T) {
+				pending := m.pendingUnion()
+				ok := m.q.Pop(&issue)
+				require.Equal(t, pending != 0, ok)
+				if !ok {
+					return
+				}
+				require.Positive(t, issue.Len)
+				require.LessOrEqual(t, issue.Len, m.maxLen, "TRIM longer than the limit")
+				require.GreaterOrEqual(t, issue.Off, int64(0))
+				require.LessOrEqual(t, issue.Off+issue.Len, int64(64))
+				w := span(issue.Off, issue.Len)
+				require.Equal(t, w, w&pending, "TRIM [%d,+%d) covers bytes nobody asked to discard", issue.Off, issue.Len)
+				if m.tagged {
+					// Without merged pieces the oldest push is served first.
+					oldest := -1
+					for i, p := range m.pushes {
+						if p.left != 0 && (oldest < 0 || p.seq < m.pushes[oldest].seq) {
+							oldest = i
+						}
+					}
+					require.NotZero(t, m.pushes[oldest].left&w, "oldest piece skipped")
+				}
+				parts, seq := m.settle(w)
+				require.Equal(t, parts, partsMap(issue.Parts))
+				for tag, n := range parts {
+					m.settled[tag] += n
+				}
+				m.flights = append(m.flights, modelFlight{id: issue.ID, mask: w, seq: seq})
+			},
+			"finish": func(t *rapid.T) {
+				if len(m.flights) == 0 {
+					require.False(t, m.q.Finish(12345))
+					return
+				}
+				i := rapid.IntRange(0, len(m.flights)-1).Draw(t, "flight")
+				require.True(t, m.q.Finish(m.flights[i].id))
+				m.flights = append(m.flights[:i], m.flights[i+1:]...)
+			},
+			"cancel": func(t *rapid.T) {
+				off, n := rng(t)
+				c := span(off, n)
+				union := int64(bits.OnesCount64(m.pendingUnion() & c))
+				before := m.q.Cancelled()
+				got, bytes := m.q.Cancel(off, n, nil)
+				parts, _ := m.settle(c)
+				require.Equal(t, union, bytes, "cancelled bytes")
+				require.Equal(t, before+union, m.q.Cancelled())
+				require.Equal(t, parts, partsMap(got))
+				for tag, n := range parts {
+					m.settled[tag] += n
+				}
+			},
+			"overlaps": func(t *rapid.T) {
+				off, n := rng(t)
+				r := span(off, n)
+				require.Equal(t, m.flightUnion()&r != 0, m.q.OverlapsInFlight(off, n))
+				require.Equal(t, (m.flightUnion()|m.pendingUnion())&r != 0, m.q.Overlaps(off, n))
+			},
+			"oldest": func(t *rapid.T) {
+				var want uint64
+				for _, p := range m.pushes {
+					if p.left != 0 && (want == 0 || p.seq < want) {
+						want = p.seq
+					}
+				}
+				for _, f := range m.flights {
+					if want == 0 || f.seq < want {
+						want = f.seq
+					}
+				}
+				got, ok := m.q.Oldest()
+				require.Equal(t, want != 0, ok)
+				if ok {
+					require.LessOrEqual(t, got, want, "a drain could stop before an older discard is done")
+				}
+			},
+			"drop": func(t *rapid.T) {
+				if rapid.IntRange(0, 9).Draw(t, "rarely") != 0 {
+					return
+				}
+				parts, _ := m.settle(^uint64(0))
+				require.Equal(t, parts, partsMap(m.q.Drop(nil)))
+				for tag, n := range parts {
+					m.settled[tag] += n
+				}
+			},
+			"": func(t *rapid.T) { m.checkInvariants(t) },
+		})
+		// Everything queued can be issued, and then every tagged byte has
+		// been reported exactly once.
+		for m.q.Pop(&issue) {
+			parts, _ := m.settle(span(issue.Off, issue.Len))
+			require.Equal(t, parts, partsMap(issue.Parts))
+			for tag, n := range parts {
+				m.settled[tag] += n
+			}
+		}
+		require.Equal(t, m.expected, m.settled)
+		require.Zero(t, m.q.PendingBytes())
+	})
+}
+
+func TestQueueCoalesces(t *testing.T) {
+	tests := []struct {
+		name    string
+		maxLen  int64
+		pushes  [][3]int64 // off, len, tag
+		issues  [][2]int64 // off, len in pop order
+		merged  uint64
+		pending []int // queue length after all pushes
+	}{
+		{"adjacent untagged merge at push", 0, [][3]int64{{0, 4, 0}, {4, 4, 0}, {8, 4, 0}}, [][2]int64{{0, 12}}, 2, []int{1}},
+		{"overlapping untagged merge", 0, [][3]int64{{0, 6, 0}, {4, 4, 0}}, [][2]int64{{0, 8}}, 1, []int{1}},
+		{"gap keeps them apart", 0, [][3]int64{{0, 4, 0}, {5, 4, 0}}, [][2]int64{{0, 4}, {5, 4}}, 0, []int{2}},
+		{"tagged merge when issued", 0, [][3]int64{{0, 4, 1}, {4, 4, 2}}, [][2]int64{{0, 8}}, 1, []int{2}},
+		{"limit cuts the run", 5, [][3]int64{{0, 4, 0}, {4, 8, 0}}, [][2]int64{{0, 5}, {5, 5}, {10, 2}}, 1, []int{1}},
+		{"oldest first", 0, [][3]int64{{20, 4, 1}, {0, 4, 2}}, [][2]int64{{20, 4}, {0, 4}}, 0, []int{2}},
+		{"window starts at the oldest when the run is too long", 4, [][3]int64{{10, 2, 1}, {0, 10, 2}}, [][2]int64{{10, 2}, {0, 4}, {4, 4}, {8, 2}}, 0, []int{2}},
+		{"remainders merge again when issued", 4, [][3]int64{{0, 8, 1}, {8, 8, 2}, {6, 2, 3}, {12, 2, 0}}, [][2]int64{{0, 4}, {4, 4}, {8, 4}, {12, 4}}, 2, []int{4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQueue[int](tt.maxLen)
+			for _, p := range tt.pushes {
+				q.Push(p[0], p[1], int(p[2]))
+			}
+			assert.Equal(t, tt.pending[0], q.Len())
+			var got [][2]int64
+			var is Issue[int]
+			for q.Pop(&is) {
+				got = append(got, [2]int64{is.Off, is.Len})
+				require.True(t, q.Finish(is.ID))
+			}
+			assert.Equal(t, tt.issues, got)
+			assert.Equal(t, tt.merged, q.Merged())
+		})
+	}
+}
+
+func TestQueueCancelSplits(t *testing.T) {
+	q := NewQueue[int](0)
+	q.Push(0, 100, 7)
+	parts, n := q.Cancel(40, 20, nil)
+	assert.Equal(t, int64(20), n)
+	assert.Equal(t, []Part[int]{{Tag: 7, Bytes: 20}}, parts)
+	assert.Equal(t, 2, q.Len(), "a write in the middle splits the piece in two")
+	assert.False(t, q.Overlaps(40, 20))
+	assert.True(t, q.Overlaps(39, 2))
+	var is Issue[int]
+	require.True(t, q.Pop(&is))
+	assert.Equal(t, [2]int64{0, 40}, [2]int64{is.Off, is.Len})
+	assert.True(t, q.OverlapsInFlight(0, 1))
+	parts, n = q.Cancel(0, 100, nil)
+	assert.Equal(t, int64(40), n, "only the queued remainder is cancelled, not the TRIM in flight")
+	assert.Equal(t, []Part[int]{{Tag: 7, Bytes: 40}}, parts)
+	assert.True(t, q.OverlapsInFlight(0, 1))
+	assert.Equal(t, int64(60), q.Cancelled())
+}
+
+func BenchmarkQueuePushPop(b *testing.B) {
+	q := NewQueue[int](1 << 20)
+	var is Issue[int]
+	b.ReportAllocs()
+	for i := range b.N {
+		q.Push(int64(i%64)*8192, 4096, 0)
+		if q.Len() > 32 {
+			for q.Pop(&is) {
+				q.Finish(is.ID)
+			}
+		}
+	}
+}
