@@ -75,10 +75,10 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("assemble: %w: name the array's member devices", ErrNoMembers)
 	}
-	if err := checkEach(members); err != nil {
+	if err := checkMembersReadable(members); err != nil {
 		return nil, err
 	}
-	group := arrayGroup(members)
+	group := majorityArray(members)
 	newest := group[0]
 	for _, m := range group[1:] {
 		if m.SB.Events > newest.SB.Events {
@@ -90,14 +90,14 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	for _, m := range members {
 		if m.SB.ArrayUUID != ref.ArrayUUID {
 			errs = append(errs, fmt.Errorf("member %s: %w %q (%s), not to array %q (%s) held by %s: leave it out of the list",
-				m.Path, ErrForeignMember, m.SB.Name, m.SB.ArrayUUID, ref.Name, ref.ArrayUUID, paths(group)))
+				m.Path, ErrForeignMember, m.SB.Name, m.SB.ArrayUUID, ref.Name, ref.ArrayUUID, memberPaths(group)))
 		}
 	}
 	for _, m := range group {
-		if d := geometryDiff(m.SB, ref); d != "" {
+		if d := assemblyGeometryDiff(m.SB, ref); d != "" {
 			errs = append(errs, fmt.Errorf("member %s (index %d, events %d): %w: %s, but newest member %s (events %d) says %s: "+
 				"these superblocks cannot describe one array; leave the odd one out or re-create the array",
-				m.Path, m.SB.Index, m.SB.Events, ErrGeometryMismatch, geometryOf(m.SB, d), newest.Path, ref.Events, geometryOf(ref, d)))
+				m.Path, m.SB.Index, m.SB.Events, ErrGeometryMismatch, describeGeometryField(m.SB, d), newest.Path, ref.Events, describeGeometryField(ref, d)))
 		}
 	}
 	slots := make([][]MemberSB, ref.Members)
@@ -108,7 +108,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	}
 	for i, claim := range slots {
 		if len(claim) > 1 {
-			errs = append(errs, duplicateError(uint32(i), claim))
+			errs = append(errs, duplicateIndexError(uint32(i), claim))
 		}
 	}
 	if len(errs) > 0 {
@@ -151,8 +151,8 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	return a, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
 }
 
-// checkEach rejects input that is unusable before members are compared.
-func checkEach(members []MemberSB) error {
+// checkMembersReadable rejects input that is unusable before members are compared.
+func checkMembersReadable(members []MemberSB) error {
 	var errs []error
 	seen := make(map[string]bool, len(members))
 	for _, m := range members {
@@ -175,10 +175,10 @@ func checkEach(members []MemberSB) error {
 	return nil
 }
 
-// arrayGroup returns the members of the array most of the given devices
+// majorityArray returns the members of the array most of the given devices
 // belong to, in input order. A tie goes to the array holding the member
 // with the highest event count, then to the one named first.
-func arrayGroup(members []MemberSB) []MemberSB {
+func majorityArray(members []MemberSB) []MemberSB {
 	byUUID := make(map[UUID][]MemberSB)
 	var order []UUID
 	for _, m := range members {
@@ -214,9 +214,9 @@ const (
 	geoDataSize = "data size"
 )
 
-// geometryDiff names the first array-wide geometry field in which sb and
+// assemblyGeometryDiff names the first array-wide geometry field in which sb and
 // ref differ, or returns "" when they agree.
-func geometryDiff(sb, ref *Superblock) string {
+func assemblyGeometryDiff(sb, ref *Superblock) string {
 	switch {
 	case sb.Level != ref.Level:
 		return geoLevel
@@ -232,7 +232,7 @@ func geometryDiff(sb, ref *Superblock) string {
 	return ""
 }
 
-func geometryOf(sb *Superblock, field string) string {
+func describeGeometryField(sb *Superblock, field string) string {
 	switch field {
 	case geoLevel:
 		return fmt.Sprintf("level %s", sb.Level)
@@ -248,7 +248,7 @@ func geometryOf(sb *Superblock, field string) string {
 	return ""
 }
 
-func duplicateError(index uint32, claim []MemberSB) error {
+func duplicateIndexError(index uint32, claim []MemberSB) error {
 	hint := "leave all but one out"
 	sameDevice := true
 	for _, m := range claim[1:] {
@@ -273,10 +273,10 @@ func duplicateError(index uint32, claim []MemberSB) error {
 				newest.Path, newest.SB.Events, strings.Join(older, ", "))
 		}
 	}
-	return fmt.Errorf("members %s all claim index %d: %w: %s", paths(claim), index, ErrDuplicateIndex, hint)
+	return fmt.Errorf("members %s all claim index %d: %w: %s", memberPaths(claim), index, ErrDuplicateIndex, hint)
 }
 
-func paths(ms []MemberSB) string {
+func memberPaths(ms []MemberSB) string {
 	p := make([]string, len(ms))
 	for i, m := range ms {
 		p[i] = m.Path

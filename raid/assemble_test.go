@@ -11,9 +11,9 @@ import (
 	"pgregory.net/rapid"
 )
 
-// array returns superblocks for every member of one array built from
+// testArray returns superblocks for every member of one array built from
 // validSB, with paths /dev/m0, /dev/m1, ...
-func array(t testing.TB, n uint32, mutate func(*Superblock)) []MemberSB {
+func testArray(t testing.TB, n uint32, mutate func(*Superblock)) []MemberSB {
 	t.Helper()
 	tmpl := validSB()
 	tmpl.Members = n
@@ -33,7 +33,7 @@ func array(t testing.TB, n uint32, mutate func(*Superblock)) []MemberSB {
 }
 
 func TestCheckAssemblyComplete(t *testing.T) {
-	ms := array(t, 4, nil)
+	ms := testArray(t, 4, nil)
 	given := []MemberSB{ms[2], ms[0], ms[3], ms[1]}
 	a, err := CheckAssembly(given)
 	require.NoError(t, err)
@@ -46,7 +46,7 @@ func TestCheckAssemblyComplete(t *testing.T) {
 }
 
 func TestCheckAssemblyNewestWins(t *testing.T) {
-	ms := array(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0 })
+	ms := testArray(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0 })
 	ms[1].SB.Events = 58
 	ms[1].SB.State = StateClean
 	ms[1].SB.Name = "renamed"
@@ -67,7 +67,7 @@ func TestCheckAssemblyNewestWins(t *testing.T) {
 }
 
 func TestCheckAssemblyStale(t *testing.T) {
-	ms := array(t, 2, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize, sb.Events = LevelRAID1, LayoutNone, 0, 57 })
+	ms := testArray(t, 2, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize, sb.Events = LevelRAID1, LayoutNone, 0, 57 })
 	ms[1].SB.Events = 41
 	a, err := CheckAssembly(ms)
 	require.ErrorIs(t, err, ErrStaleMember)
@@ -100,7 +100,7 @@ func TestCheckAssemblyMissing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ms := array(t, 4, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = tt.level, tt.layout, tt.chunk })
+			ms := testArray(t, 4, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = tt.level, tt.layout, tt.chunk })
 			var given []MemberSB
 			for _, i := range tt.given {
 				given = append(given, ms[i])
@@ -129,7 +129,7 @@ func TestCheckAssemblyMissing(t *testing.T) {
 }
 
 func TestCheckAssemblyMissingAndStale(t *testing.T) {
-	ms := array(t, 4, nil)
+	ms := testArray(t, 4, nil)
 	ms[3].SB.Events = 10
 	a, err := CheckAssembly([]MemberSB{ms[0], ms[1], ms[3]})
 	require.ErrorIs(t, err, ErrMissingMember)
@@ -146,7 +146,7 @@ func TestCheckAssemblyMissingAndStale(t *testing.T) {
 // ones it must not (members that are fine must not be blamed).
 func TestCheckAssemblyRefuses(t *testing.T) {
 	other := func(t *testing.T) []MemberSB {
-		return array(t, 2, func(sb *Superblock) {
+		return testArray(t, 2, func(sb *Superblock) {
 			sb.ArrayUUID[0] = 0xee
 			sb.Name = "other"
 			sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0
@@ -167,7 +167,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "no superblock",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				ms[1].SB = nil
 				return ms
 			},
@@ -176,7 +176,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "invalid superblock",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				ms[0].SB.Index = 7
 				return ms
 			},
@@ -186,7 +186,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "path named twice",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				return []MemberSB{ms[0], ms[1], ms[0]}
 			},
 			want: []string{"member /dev/m0 is named twice"},
@@ -194,7 +194,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "one foreign member",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 3, nil)
+				ms := testArray(t, 3, nil)
 				o := other(t)[1]
 				o.Path = "/dev/x"
 				return []MemberSB{ms[0], o, ms[1], ms[2]}
@@ -212,7 +212,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 				o := other(t)[0]
 				o.SB.Events = 1000
 				o.Path = "/dev/x"
-				return []MemberSB{array(t, 2, nil)[0], o}
+				return []MemberSB{testArray(t, 2, nil)[0], o}
 			},
 			err:    ErrForeignMember,
 			want:   []string{`member /dev/m0: belongs to another array "fast_scratch-1.0"`, `held by /dev/x`},
@@ -221,7 +221,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "level differs",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 3, nil)
+				ms := testArray(t, 3, nil)
 				ms[2].SB.Level, ms[2].SB.Layout = LevelRAID0, LayoutNone
 				ms[2].SB.Events = 3
 				return ms
@@ -233,7 +233,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "layout differs",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				ms[1].SB.Layout = LayoutN2
 				return ms
 			},
@@ -243,7 +243,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "chunk differs",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				ms[0].SB.ChunkSize = 4096
 				ms[1].SB.Events++
 				return ms
@@ -254,7 +254,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "member count differs",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 3, nil)
+				ms := testArray(t, 3, nil)
 				ms[1].SB.Members = 2
 				return ms
 			},
@@ -264,7 +264,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "data size differs",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				ms[1].SB.DataSize -= 512
 				return ms
 			},
@@ -274,7 +274,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "same device under two paths",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				alias := ms[1]
 				alias.Path = "/dev/disk/by-id/nvme-x"
 				return append(ms, alias)
@@ -285,7 +285,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "replaced member still attached",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				old := *ms[1].SB
 				old.MemberUUID[0] ^= 0xff
 				old.Events = 40
@@ -297,7 +297,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "two fresh members in one slot",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 2, nil)
+				ms := testArray(t, 2, nil)
 				twin := *ms[0].SB
 				twin.MemberUUID[0] ^= 0xff
 				return append(ms, MemberSB{Path: "/dev/twin", SB: &twin})
@@ -308,7 +308,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		{
 			name: "several problems are all named",
 			given: func(t *testing.T) []MemberSB {
-				ms := array(t, 3, nil)
+				ms := testArray(t, 3, nil)
 				ms[1].SB.DataSize = 4096
 				o := other(t)[0]
 				o.Path = "/dev/x"

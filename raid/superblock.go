@@ -107,7 +107,7 @@ const (
 	offChecksum   = SuperblockSize - 4
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var crc32cTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Superblock is the decoded metadata of one member. The zero value is not
 // valid: fill every field, then Validate or Marshal.
@@ -259,7 +259,7 @@ func (sb *Superblock) marshalInto(block []byte) error {
 	le.PutUint64(block[offEvents:], sb.Events)
 	le.PutUint64(block[offCreateTime:], uint64(sb.CreateTime))
 	le.PutUint64(block[offUpdateTime:], uint64(sb.UpdateTime))
-	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], castagnoli))
+	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], crc32cTable))
 	return nil
 }
 
@@ -276,7 +276,7 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 		return fmt.Errorf("%w: no uraid magic at the superblock position (wrong device, or never part of an array?)", ErrNotMember)
 	}
 	le := binary.LittleEndian
-	if want, got := le.Uint32(block[offChecksum:]), crc32.Checksum(block[:offChecksum], castagnoli); want != got {
+	if want, got := le.Uint32(block[offChecksum:]), crc32.Checksum(block[:offChecksum], crc32cTable); want != got {
 		return fmt.Errorf("%w: checksum %#08x, computed %#08x: the block was damaged after it was written; "+
 			"re-add the member from its mirror or re-create the array", ErrCorrupt, want, got)
 	}

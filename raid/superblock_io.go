@@ -21,9 +21,9 @@ func AlignedBlock() []byte {
 	return buf[skip : skip+SuperblockSize : skip+SuperblockSize]
 }
 
-// syncer is implemented by *os.File; Write and Wipe flush through it so the
+// fileSyncer is implemented by *os.File; Write and Wipe flush through it so the
 // superblock is on stable storage before they return.
-type syncer interface {
+type fileSyncer interface {
 	Sync() error
 }
 
@@ -57,17 +57,17 @@ func WriteSuperblock(w io.WriterAt, sb *Superblock) error {
 	if err := sb.marshalInto(block); err != nil {
 		return fmt.Errorf("write superblock: %w", err)
 	}
-	return writeBlock(w, block, "write superblock")
+	return writeSuperblockBlock(w, block, "write superblock")
 }
 
 // WipeSuperblock overwrites the superblock position of a member with
 // zeros, so the device no longer reads as a member. It touches neither
 // bytes 0-4095 nor the data area.
 func WipeSuperblock(w io.WriterAt) error {
-	return writeBlock(w, AlignedBlock(), "wipe superblock")
+	return writeSuperblockBlock(w, AlignedBlock(), "wipe superblock")
 }
 
-func writeBlock(w io.WriterAt, block []byte, what string) error {
+func writeSuperblockBlock(w io.WriterAt, block []byte, what string) error {
 	n, err := w.WriteAt(block, SuperblockOffset)
 	if err != nil {
 		return fmt.Errorf("%s at offset %d: %w", what, SuperblockOffset, err)
@@ -75,7 +75,7 @@ func writeBlock(w io.WriterAt, block []byte, what string) error {
 	if n != len(block) {
 		return fmt.Errorf("%s at offset %d: short write of %d of %d bytes", what, SuperblockOffset, n, len(block))
 	}
-	if s, ok := w.(syncer); ok {
+	if s, ok := w.(fileSyncer); ok {
 		if err := s.Sync(); err != nil {
 			return fmt.Errorf("%s: sync: %w", what, err)
 		}

@@ -24,7 +24,7 @@ func TestAlignedBlock(t *testing.T) {
 	}
 }
 
-// writeRecord is one call to recorder.WriteAt.
+// writeRecord is one call to writeRecorder.WriteAt.
 type writeRecord struct {
 	off     int64
 	n       int
@@ -32,16 +32,16 @@ type writeRecord struct {
 	data    []byte
 }
 
-// recorder records every write and sync, to check the write pattern that
+// writeRecorder records every write and sync, to check the write pattern that
 // O_DIRECT and crash safety depend on.
-type recorder struct {
+type writeRecorder struct {
 	writes []writeRecord
 	syncs  int
 	// syncedAfter is the number of writes seen at the last sync.
 	syncedAfter int
 }
 
-func (r *recorder) WriteAt(p []byte, off int64) (int, error) {
+func (r *writeRecorder) WriteAt(p []byte, off int64) (int, error) {
 	r.writes = append(r.writes, writeRecord{
 		off:     off,
 		n:       len(p),
@@ -51,7 +51,7 @@ func (r *recorder) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-func (r *recorder) Sync() error {
+func (r *writeRecorder) Sync() error {
 	r.syncs++
 	r.syncedAfter = len(r.writes)
 	return nil
@@ -59,7 +59,7 @@ func (r *recorder) Sync() error {
 
 func TestWriteSuperblockIsOneAlignedWrite(t *testing.T) {
 	sb := validSB()
-	var r recorder
+	var r writeRecorder
 	require.NoError(t, WriteSuperblock(&r, &sb))
 	require.Len(t, r.writes, 1)
 	w := r.writes[0]
@@ -74,14 +74,14 @@ func TestWriteSuperblockIsOneAlignedWrite(t *testing.T) {
 func TestWriteSuperblockRefusesInvalid(t *testing.T) {
 	sb := validSB()
 	sb.Index = 99
-	var r recorder
+	var r writeRecorder
 	err := WriteSuperblock(&r, &sb)
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.Empty(t, r.writes, "nothing reaches the device")
 }
 
 func TestWipeSuperblockIsOneAlignedWrite(t *testing.T) {
-	var r recorder
+	var r writeRecorder
 	require.NoError(t, WipeSuperblock(&r))
 	require.Len(t, r.writes, 1)
 	w := r.writes[0]
@@ -91,9 +91,9 @@ func TestWipeSuperblockIsOneAlignedWrite(t *testing.T) {
 	assert.Equal(t, 1, r.syncs)
 }
 
-// memberFile makes a file standing in for a member device, filled with a
+// sbMemberFile makes a file standing in for a member device, filled with a
 // recognisable pattern so tests can see which bytes a write touched.
-func memberFile(t *testing.T, size int) (string, []byte) {
+func sbMemberFile(t *testing.T, size int) (string, []byte) {
 	t.Helper()
 	pattern := make([]byte, size)
 	for i := range pattern {
@@ -106,7 +106,7 @@ func memberFile(t *testing.T, size int) (string, []byte) {
 
 func TestSuperblockFileRoundTrip(t *testing.T) {
 	const size = 2 << 20
-	path, before := memberFile(t, size)
+	path, before := sbMemberFile(t, size)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	require.NoError(t, err)
 	defer f.Close()
@@ -138,7 +138,7 @@ func TestSuperblockFileRoundTrip(t *testing.T) {
 // TestSuperblockODirect checks that the buffers really satisfy O_DIRECT,
 // which rejects unaligned memory with EINVAL.
 func TestSuperblockODirect(t *testing.T) {
-	path, _ := memberFile(t, 1<<20)
+	path, _ := sbMemberFile(t, 1<<20)
 	f, err := os.OpenFile(path, os.O_RDWR|unix.O_DIRECT, 0)
 	if errors.Is(err, unix.EINVAL) {
 		t.Skipf("%s does not support O_DIRECT; set TMPDIR to a disk file system", filepath.Dir(path))

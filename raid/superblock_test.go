@@ -77,10 +77,10 @@ func TestSuperblockLayout(t *testing.T) {
 
 	// A value a human can check against a hex dump: the first bytes of the
 	// block as md's docs would show them.
-	assert.Equal(t, "55524149445342000100000004020200", strings.ToLower(hexString(b[:16])))
+	assert.Equal(t, "55524149445342000100000004020200", strings.ToLower(sbHexString(b[:16])))
 }
 
-func hexString(b []byte) string {
+func sbHexString(b []byte) string {
 	const digits = "0123456789abcdef"
 	s := make([]byte, 0, 2*len(b))
 	for _, c := range b {
