@@ -1,0 +1,246 @@
+package simssd
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// BlockSize is the unit the device stores data in; discarding part of a
+// block zeroes that part.
+const BlockSize = 4096
+
+// ErrOutOfRange means an access beyond the end of the device.
+var ErrOutOfRange = errors.New("access beyond the end of the simulated device")
+
+// Config describes a device. The zero value of every latency is "instant".
+type Config struct {
+	Size int64 // bytes
+
+	// TrimLatency is what an isolated TRIM takes. BackToBackLatency is
+	// what it takes instead when it starts less than BackToBackWindow after
+	// the previous TRIM ended, the penalty measured on some drives (about
+	// 1 ms isolated against 100 ms back to back).
+	TrimLatency       time.Duration
+	BackToBackLatency time.Duration
+	BackToBackWindow  time.Duration
+	// Jitter adds a uniform random [0, Jitter) to every TRIM, drawn from
+	// Seed so that runs repeat.
+	Jitter time.Duration
+	Seed   uint64
+
+	ReadLatency  time.Duration
+	WriteLatency time.Duration
+
+	// Exclusive makes reads and writes wait while a TRIM runs and a TRIM
+	// wait for the reads and writes in progress, like a SATA drive where
+	// TRIM is not a queued command. Without it the device is NVMe-like.
+	Exclusive bool
+
+	// Record keeps every TRIM received, for Trims.
+	Record bool
+
+	Clock Clock // nil means RealClock
+}
+
+// Trim is one TRIM the device received.
+type Trim struct {
+	Off, Len int64
+	Start    time.Time
+	Latency  time.Duration
+}
+
+// Device is a simulated SSD; it implements the discard engine's Issuer.
+type Device struct {
+	cfg   Config
+	clock Clock
+
+	// io makes TRIMs exclusive with reads and writes when cfg.Exclusive.
+	io sync.RWMutex
+
+	// trimMu serializes TRIMs: the drive runs one at a time. It guards
+	// everything below it up to dataMu.
+	trimMu  sync.Mutex
+	lastEnd time.Time
+	rng     *rand.Rand
+	trims   []Trim
+
+	dataMu sync.Mutex
+	blocks map[int64]*[BlockSize]byte // guarded by dataMu; absent reads as zeros
+
+	trimCalls    atomic.Int64 // Discard calls in progress, waiting or running
+	maxTrimCalls atomic.Int64
+	trimCount    atomic.Int64
+	reads        atomic.Int64
+	writes       atomic.Int64
+}
+
+// New returns an empty device (all zeros).
+func New(cfg Config) (*Device, error) {
+	if cfg.Size <= 0 {
+		return nil, fmt.Errorf("simssd: size %d bytes, need a positive size", cfg.Size)
+	}
+	if cfg.TrimLatency < 0 || cfg.BackToBackLatency < 0 || cfg.BackToBackWindow < 0 || cfg.Jitter < 0 ||
+		cfg.ReadLatency < 0 || cfg.WriteLatency < 0 {
+		return nil, errors.New("simssd: negative latency")
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = RealClock{}
+	}
+	return &Device{
+		cfg:    cfg,
+		clock:  clock,
+		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		blocks: make(map[int64]*[BlockSize]byte),
+	}, nil
+}
+
+// Size is the device size in bytes.
+func (d *Device) Size() int64 { return d.cfg.Size }
+
+func (d *Device) check(op string, off, n int64) error {
+	if off < 0 || n < 0 || off > d.cfg.Size-n {
+		return fmt.Errorf("simssd %s [%d, +%d): %w (size %d)", op, off, n, ErrOutOfRange, d.cfg.Size)
+	}
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off.
+func (d *Device) ReadAt(p []byte, off int64) (int, error) {
+	if err := d.check("read", off, int64(len(p))); err != nil {
+		return 0, err
+	}
+	if d.cfg.Exclusive {
+		d.io.RLock()
+		defer d.io.RUnlock()
+	}
+	d.clock.Sleep(d.cfg.ReadLatency)
+	d.reads.Add(1)
+	d.dataMu.Lock()
+	defer d.dataMu.Unlock()
+	for done := 0; done < len(p); {
+		pos := off + int64(done)
+		b, in := pos/BlockSize, int(pos%BlockSize)
+		var n int
+		if blk := d.blocks[b]; blk != nil {
+			n = copy(p[done:], blk[in:])
+		} else {
+			n = min(len(p)-done, BlockSize-in)
+			clear(p[done : done+n])
+		}
+		done += n
+	}
+	return len(p), nil
+}
+
+// WriteAt writes p at off.
+func (d *Device) WriteAt(p []byte, off int64) (int, error) {
+	if err := d.check("write", off, int64(len(p))); err != nil {
+		return 0, err
+	}
+	if d.cfg.Exclusive {
+		d.io.RLock()
+		defer d.io.RUnlock()
+	}
+	d.clock.Sleep(d.cfg.WriteLatency)
+	d.writes.Add(1)
+	d.dataMu.Lock()
+	defer d.dataMu.Unlock()
+	for done := 0; done < len(p); {
+		pos := off + int64(done)
+		b, in := pos/BlockSize, int(pos%BlockSize)
+		blk := d.blocks[b]
+		if blk == nil {
+			blk = new([BlockSize]byte)
+			d.blocks[b] = blk
+		}
+		done += copy(blk[in:], p[done:])
+	}
+	return len(p), nil
+}
+
+// Discard trims n bytes at off: it takes the configured latency, then the
+// bytes read as zeros.
+func (d *Device) Discard(off, n int64) error {
+	if err := d.check("discard", off, n); err != nil {
+		return err
+	}
+	calls := d.trimCalls.Add(1)
+	defer d.trimCalls.Add(-1)
+	for {
+		m := d.maxTrimCalls.Load()
+		if calls <= m || d.maxTrimCalls.CompareAndSwap(m, calls) {
+			break
+		}
+	}
+	d.trimMu.Lock()
+	defer d.trimMu.Unlock()
+	if d.cfg.Exclusive {
+		d.io.Lock()
+		defer d.io.Unlock()
+	}
+	start := d.clock.Now()
+	lat := d.cfg.TrimLatency
+	if !d.lastEnd.IsZero() && start.Sub(d.lastEnd) < d.cfg.BackToBackWindow {
+		lat = d.cfg.BackToBackLatency
+	}
+	if d.cfg.Jitter > 0 {
+		lat += time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
+	}
+	d.clock.Sleep(lat)
+	d.zero(off, n)
+	d.lastEnd = d.clock.Now()
+	d.trimCount.Add(1)
+	if d.cfg.Record {
+		d.trims = append(d.trims, Trim{Off: off, Len: n, Start: start, Latency: d.lastEnd.Sub(start)})
+	}
+	return nil
+}
+
+// zero makes [off, off+n) read as zeros, freeing whole blocks.
+func (d *Device) zero(off, n int64) {
+	d.dataMu.Lock()
+	defer d.dataMu.Unlock()
+	for pos, end := off, off+n; pos < end; {
+		b, in := pos/BlockSize, pos%BlockSize
+		step := min(end-pos, BlockSize-in)
+		if blk := d.blocks[b]; blk != nil {
+			if step == BlockSize {
+				delete(d.blocks, b)
+			} else {
+				clear(blk[in : in+step])
+			}
+		}
+		pos += step
+	}
+}
+
+// Trims returns a copy of the TRIMs received so far (with Config.Record).
+func (d *Device) Trims() []Trim {
+	d.trimMu.Lock()
+	defer d.trimMu.Unlock()
+	return append([]Trim(nil), d.trims...)
+}
+
+// Counters is what the device has seen.
+type Counters struct {
+	Trims, Reads, Writes int64
+	// MaxConcurrentTrims is the most Discard calls ever in progress at
+	// once: more than one means the caller queued TRIMs on a drive that
+	// runs them one at a time.
+	MaxConcurrentTrims int64
+}
+
+// Counters returns the device counters.
+func (d *Device) Counters() Counters {
+	return Counters{
+		Trims:              d.trimCount.Load(),
+		Reads:              d.reads.Load(),
+		Writes:             d.writes.Load(),
+		MaxConcurrentTrims: d.maxTrimCalls.Load(),
+	}
+}
