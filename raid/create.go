@@ -1,0 +1,304 @@
+package raid
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"uraid/mapping"
+)
+
+// CreateOptions describe a new array.
+type CreateOptions struct {
+	Name   string
+	Level  Level
+	Layout Layout // RAID10 only; LayoutNone picks n2
+	// Chunk is the stripe unit of RAID0 and RAID10 in bytes; 0 picks DefaultChunk.
+	Chunk int64
+	// Size is the bytes of each member to use, superblock area included. A member path that does
+	// not exist is created as a sparse file of Size bytes; 0 uses each existing member whole.
+	Size int64
+	// Members are the member paths, in slot order.
+	Members []string
+	// Force overwrites members that carry a uraid superblock or a filesystem.
+	Force bool
+}
+
+// DefaultChunk is the chunk size of RAID0 and RAID10 when none is given: large enough that a
+// 128 KiB request rarely spans two members, as in md.
+const DefaultChunk = 512 << 10
+
+// minData is the least data a member must hold: anything smaller is a mistake, not an array.
+const minData = 1 << 20
+
+// Errors of Create, wrapped in messages that name the member and the fix.
+var (
+	ErrHasSuperblock = errors.New("already a uraid member")
+	ErrHasFilesystem = errors.New("holds a filesystem")
+	ErrTooSmall      = errors.New("too small")
+	ErrDuplicate     = errors.New("named twice")
+	ErrBadGeometry   = errors.New("invalid geometry")
+)
+
+// Create checks every member and the geometry, and only when all is well creates the missing
+// member files and writes a superblock to every member. When it refuses, no member has been
+// touched. The members are returned open and locked; the caller serves or closes them.
+func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
+	if err := ValidateName(o.Name); err != nil {
+		return nil, nil, err
+	}
+	if err := checkCreateGeometry(&o); err != nil {
+		return nil, nil, err
+	}
+	var members []*Member
+	fail := func(err error) ([]*Member, []*Superblock, error) {
+		for _, m := range members {
+			m.Close()
+		}
+		return nil, nil, err
+	}
+	seen := map[string]string{}
+	var missing []string
+	var found []os.FileInfo
+	var foundPath []string
+	for _, p := range o.Members {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fail(fmt.Errorf("member %s: %w", p, err))
+		}
+		if prev, dup := seen[abs]; dup {
+			return fail(fmt.Errorf("member %s: %w (also given as %s): list each member once", p, ErrDuplicate, prev))
+		}
+		seen[abs] = p
+		fi, err := os.Stat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			if o.Size == 0 {
+				return fail(fmt.Errorf("member %s does not exist: give --size to create it as a sparse file", p))
+			}
+			missing = append(missing, p)
+			continue
+		}
+		// Checked before any open: a second open of the same file would fail its lock first and
+		// blame another process.
+		for i, prev := range found {
+			if os.SameFile(prev, fi) {
+				return fail(fmt.Errorf("member %s: %w: it is the same disk as %s; list each member once", p, ErrDuplicate, foundPath[i]))
+			}
+		}
+		found, foundPath = append(found, fi), append(foundPath, p)
+	}
+	for _, p := range o.Members {
+		if contains(missing, p) {
+			continue
+		}
+		m, err := OpenMember(p)
+		if err != nil {
+			return fail(err)
+		}
+		members = append(members, m)
+		if err := checkFresh(m, o.Force); err != nil {
+			return fail(err)
+		}
+	}
+
+	dataSize, err := dataSizeOf(&o, members)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := geometryMap(&o, dataSize); err != nil {
+		return fail(err)
+	}
+
+	// Everything checked: from here on members change.
+	byPath := map[string]*Member{}
+	for _, m := range members {
+		byPath[m.Path] = m
+	}
+	for _, p := range missing {
+		m, err := createSparse(p, o.Size)
+		if err != nil {
+			return fail(err)
+		}
+		byPath[p] = m
+		members = append(members, m)
+	}
+	ordered := make([]*Member, len(o.Members))
+	for i, p := range o.Members {
+		ordered[i] = byPath[p]
+	}
+	members = ordered
+	sbs, err := newSuperblocks(&o, dataSize)
+	if err != nil {
+		return fail(err)
+	}
+	for i, m := range members {
+		if err := WriteSuperblock(m.File, sbs[i]); err != nil {
+			return fail(fmt.Errorf("member %s: %w", m.Path, err))
+		}
+	}
+	return members, sbs, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func checkCreateGeometry(o *CreateOptions) error {
+	n := len(o.Members)
+	if !o.Level.Valid() {
+		return fmt.Errorf("%w: unknown level; use linear, 0, 1 or 10", ErrBadGeometry)
+	}
+	least := map[Level]int{LevelLinear: 1, LevelRAID0: 1, LevelRAID1: 2, LevelRAID10: 2}[o.Level]
+	if n < least {
+		return fmt.Errorf("%w: level %v needs at least %d members, got %d", ErrBadGeometry, o.Level, least, n)
+	}
+	if n > MaxMembers {
+		return fmt.Errorf("%w: %d members, at most %d", ErrBadGeometry, n, MaxMembers)
+	}
+	if o.Level != LevelRAID10 && o.Layout != LayoutNone {
+		return fmt.Errorf("%w: --layout applies to level 10 only", ErrBadGeometry)
+	}
+	if o.Level == LevelRAID10 && o.Layout == LayoutNone {
+		o.Layout = LayoutN2
+	}
+	if !o.Level.Striped() {
+		if o.Chunk != 0 {
+			return fmt.Errorf("%w: --chunk applies to levels 0 and 10 only", ErrBadGeometry)
+		}
+		return nil
+	}
+	if o.Chunk == 0 {
+		o.Chunk = DefaultChunk
+	}
+	if o.Chunk < MinChunkSize || o.Chunk > MaxChunkSize || o.Chunk&(o.Chunk-1) != 0 {
+		return fmt.Errorf("%w: chunk %d bytes: use a power of two from 4K to 1G, e.g. --chunk 512K", ErrBadGeometry, o.Chunk)
+	}
+	if o.Size < 0 {
+		return fmt.Errorf("%w: negative --size", ErrBadGeometry)
+	}
+	return nil
+}
+
+// checkFresh refuses a member that holds something a user may still want.
+func checkFresh(m *Member, force bool) error {
+	if force {
+		return nil
+	}
+	if sb, err := ReadSuperblock(m.File); err == nil {
+		return fmt.Errorf("member %s: %w of array %s (%s); stop that array, or give --force to overwrite it",
+			m.Path, ErrHasSuperblock, sb.Name, sb.ArrayUUID)
+	} else if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) {
+		return fmt.Errorf("member %s: %w (%v); give --force to overwrite it", m.Path, ErrHasSuperblock, err)
+	}
+	if fs := filesystemOn(m.File); fs != "" {
+		return fmt.Errorf("member %s: %w (%s); give --force to overwrite it", m.Path, ErrHasFilesystem, fs)
+	}
+	return nil
+}
+
+// filesystemOn recognises the filesystems most likely to be destroyed by mistake.
+func filesystemOn(f *os.File) string {
+	buf := AlignedBlock()
+	if n, _ := f.ReadAt(buf, 0); n < len(buf) {
+		return ""
+	}
+	if binary.LittleEndian.Uint16(buf[1024+56:]) == 0xEF53 {
+		return "ext2/3/4"
+	}
+	if string(buf[0:4]) == "XFSB" {
+		return "xfs"
+	}
+	if n, _ := f.ReadAt(buf, 64<<10); n == len(buf) && string(buf[64:72]) == "_BHRfS_M" {
+		return "btrfs"
+	}
+	return ""
+}
+
+// dataSizeOf picks the data bytes every member holds: what the smallest member (or --size) has
+// past the data offset, in whole sectors.
+func dataSizeOf(o *CreateOptions, members []*Member) (int64, error) {
+	size := o.Size
+	for _, m := range members {
+		if o.Size > m.Size {
+			return 0, fmt.Errorf("member %s: %w: %d bytes, --size asks for %d; give a smaller --size", m.Path, ErrTooSmall, m.Size, o.Size)
+		}
+		if size == 0 || m.Size < size {
+			size = m.Size
+		}
+	}
+	data := (size - DefaultDataOffset) &^ (SectorSize - 1)
+	if data < minData {
+		who := "--size"
+		for _, m := range members {
+			if m.Size == size {
+				who = "member " + m.Path
+			}
+		}
+		return 0, fmt.Errorf("%s: %w: %d bytes leaves %d bytes of data after the %d-byte superblock area; members need at least %d bytes",
+			who, ErrTooSmall, size, max(data, 0), DefaultDataOffset, DefaultDataOffset+minData)
+	}
+	return data, nil
+}
+
+func geometryMap(o *CreateOptions, dataSize int64) (*mapping.Map, error) {
+	g, err := mappingGeometry(o.Level, o.Layout, o.Chunk, len(o.Members), dataSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadGeometry, err)
+	}
+	m, err := mapping.New(g)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadGeometry, err)
+	}
+	return m, nil
+}
+
+func createSparse(path string, size int64) (*Member, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("member %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", path, err)
+	}
+	err = f.Truncate(size)
+	f.Close()
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("member %s: %w", path, err)
+	}
+	m, err := OpenMember(path)
+	if err != nil {
+		os.Remove(path)
+	}
+	return m, err
+}
+
+func newSuperblocks(o *CreateOptions, dataSize int64) ([]*Superblock, error) {
+	id, err := NewUUID()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UnixNano()
+	sbs := make([]*Superblock, len(o.Members))
+	for i := range sbs {
+		mid, err := NewUUID()
+		if err != nil {
+			return nil, err
+		}
+		sbs[i] = &Superblock{
+			ArrayUUID: id, Name: o.Name, Level: o.Level, Layout: o.Layout,
+			ChunkSize: uint64(o.Chunk), Members: uint32(len(o.Members)), Index: uint32(i),
+			MemberUUID: mid, DataOffset: DefaultDataOffset, DataSize: uint64(dataSize),
+			Events: 1, State: StateClean, CreateTime: now, UpdateTime: now,
+		}
+	}
+	return sbs, nil
+}

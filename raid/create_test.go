@@ -1,0 +1,208 @@
+package raid
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const mib = 1 << 20
+
+func sparseFile(t *testing.T, dir, name string, size int64) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(size))
+	require.NoError(t, f.Close())
+	return p
+}
+
+// snapshot fingerprints each path's content, or records that it does not exist.
+func snapshot(t *testing.T, paths []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			out[p] = "directory"
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if os.IsNotExist(err) {
+			out[p] = "absent"
+			continue
+		}
+		require.NoError(t, err)
+		out[p] = string(sum(b))
+	}
+	return out
+}
+
+func sum(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
+func closeAll(ms []*Member) {
+	for _, m := range ms {
+		m.Close()
+	}
+}
+
+func TestCreateWritesSuperblocks(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), sparseFile(t, dir, "m2", 64*mib), filepath.Join(dir, "sub", "m3")}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: LevelRAID10, Size: 64 * mib, Members: paths})
+	require.NoError(t, err)
+	closeAll(ms)
+	require.Len(t, sbs, 4)
+
+	var read []MemberSB
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.EqualValues(t, 64*mib, fi.Size(), p)
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		sb, err := ReadSuperblock(f)
+		f.Close()
+		require.NoError(t, err)
+		assert.EqualValues(t, i, sb.Index)
+		assert.Equal(t, LayoutN2, sb.Layout)
+		assert.EqualValues(t, DefaultChunk, sb.ChunkSize)
+		assert.EqualValues(t, 63*mib, sb.DataSize)
+		read = append(read, MemberSB{Path: p, SB: sb})
+	}
+	a, err := CheckAssembly(read)
+	require.NoError(t, err)
+	m, err := MapOf(&a.Newest)
+	require.NoError(t, err)
+	// 63 MiB per member holds 126 whole 512 KiB chunks; four members, two copies.
+	assert.EqualValues(t, 4*126*DefaultChunk/2, m.Size())
+}
+
+func TestCreateRefusals(t *testing.T) {
+	type setup func(t *testing.T, dir string) CreateOptions
+	member := func(t *testing.T, dir string, n int) []string {
+		var ps []string
+		for i := range n {
+			ps = append(ps, sparseFile(t, dir, "m"+string(rune('0'+i)), 16*mib))
+		}
+		return ps
+	}
+	tests := []struct {
+		name  string
+		setup setup
+		want  error
+		msg   string
+	}{
+		{"superblock present", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 2)
+			ms, _, err := Create(CreateOptions{Name: "old", Level: LevelRAID1, Members: ps})
+			require.NoError(t, err)
+			closeAll(ms)
+			return CreateOptions{Name: "new", Level: LevelRAID0, Members: ps}
+		}, ErrHasSuperblock, "--force"},
+		{"filesystem present", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 2)
+			f, err := os.OpenFile(ps[1], os.O_RDWR, 0)
+			require.NoError(t, err)
+			var magic [2]byte
+			binary.LittleEndian.PutUint16(magic[:], 0xEF53)
+			_, err = f.WriteAt(magic[:], 1024+56)
+			require.NoError(t, err)
+			f.Close()
+			return CreateOptions{Name: "t", Level: LevelRAID0, Members: ps}
+		}, ErrHasFilesystem, "ext2/3/4"},
+		{"duplicate path", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 2)
+			return CreateOptions{Name: "t", Level: LevelRAID1, Members: []string{ps[0], ps[1], ps[0]}}
+		}, ErrDuplicate, "list each member once"},
+		{"duplicate through a link", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 2)
+			l := filepath.Join(dir, "link")
+			require.NoError(t, os.Symlink(ps[0], l))
+			return CreateOptions{Name: "t", Level: LevelRAID1, Members: []string{ps[0], ps[1], l}}
+		}, ErrDuplicate, "same disk"},
+		{"too small", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 1)
+			return CreateOptions{Name: "t", Level: LevelRAID0, Members: append(ps, sparseFile(t, dir, "tiny", 1536*1024))}
+		}, ErrTooSmall, "tiny"},
+		{"size beyond a member", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID1, Size: 32 * mib, Members: member(t, dir, 2)}
+		}, ErrTooSmall, "smaller --size"},
+		{"chunk not a power of two", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID0, Chunk: 12 << 10, Members: member(t, dir, 2)}
+		}, ErrBadGeometry, "power of two"},
+		{"chunk too small", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID10, Chunk: 2048, Members: member(t, dir, 2)}
+		}, ErrBadGeometry, "4K"},
+		{"chunk on raid1", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID1, Chunk: 64 << 10, Members: member(t, dir, 2)}
+		}, ErrBadGeometry, "levels 0 and 10"},
+		{"layout on raid0", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID0, Layout: LayoutF2, Members: member(t, dir, 2)}
+		}, ErrBadGeometry, "level 10 only"},
+		{"raid1 of one", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID1, Members: member(t, dir, 1)}
+		}, ErrBadGeometry, "at least 2"},
+		{"missing member without size", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID1, Members: append(member(t, dir, 1), filepath.Join(dir, "new"))}
+		}, nil, "give --size"},
+		{"bad name", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "a/b", Level: LevelRAID1, Members: member(t, dir, 2)}
+		}, nil, "name"},
+		{"member in use by another array", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 2)
+			held, err := OpenMember(ps[1])
+			require.NoError(t, err)
+			t.Cleanup(func() { held.Close() })
+			return CreateOptions{Name: "t", Level: LevelRAID1, Members: ps}
+		}, ErrMemberBusy, "another uraid"},
+		{"a new file and a bad one: the new one is not created", func(t *testing.T, dir string) CreateOptions {
+			ps := member(t, dir, 1)
+			return CreateOptions{Name: "t", Level: LevelRAID0, Size: 16 * mib, Chunk: 3 << 10,
+				Members: append(ps, filepath.Join(dir, "fresh"))}
+		}, ErrBadGeometry, "power of two"},
+		{"a directory", func(t *testing.T, dir string) CreateOptions {
+			return CreateOptions{Name: "t", Level: LevelRAID1, Members: append(member(t, dir, 1), dir)}
+		}, ErrMemberKind, "block device or regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := tt.setup(t, dir)
+			before := snapshot(t, o.Members)
+			ms, sbs, err := Create(o)
+			require.Error(t, err)
+			assert.Nil(t, ms)
+			assert.Nil(t, sbs)
+			if tt.want != nil {
+				assert.ErrorIs(t, err, tt.want)
+			}
+			assert.Contains(t, err.Error(), tt.msg)
+			assert.Equal(t, before, snapshot(t, o.Members), "a refused create changed a member")
+		})
+	}
+}
+
+func TestCreateForceOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	ps := []string{sparseFile(t, dir, "a", 8*mib), sparseFile(t, dir, "b", 8*mib)}
+	ms, old, err := Create(CreateOptions{Name: "old", Level: LevelRAID1, Members: ps})
+	require.NoError(t, err)
+	closeAll(ms)
+	ms, sbs, err := Create(CreateOptions{Name: "new", Level: LevelRAID0, Chunk: 64 << 10, Members: ps, Force: true})
+	require.NoError(t, err)
+	closeAll(ms)
+	assert.NotEqual(t, old[0].ArrayUUID, sbs[0].ArrayUUID)
+	f, err := os.Open(ps[1])
+	require.NoError(t, err)
+	defer f.Close()
+	sb, err := ReadSuperblock(f)
+	require.NoError(t, err)
+	assert.Equal(t, "new", sb.Name)
+	assert.Equal(t, LevelRAID0, sb.Level)
+}
