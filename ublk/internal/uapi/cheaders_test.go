@@ -3,6 +3,12 @@ package uapi
 import (
 	"bufio"
 	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +23,101 @@ import (
 
 const sysInclude = "/usr/include/linux"
 
+// cProbe compiles src with the system headers and returns its output
+// lines split into fields, skipping the test when there is no compiler or
+// no headers.
+func cProbe(t *testing.T, src string) [][]string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler: install gcc to cross-check against the kernel headers")
+	}
+	dir := t.TempDir()
+	cfile, bin := filepath.Join(dir, "probe.c"), filepath.Join(dir, "probe")
+	require.NoError(t, os.WriteFile(cfile, []byte(src), 0o600))
+	if out, err := exec.Command(cc, "-o", bin, cfile).CombinedOutput(); err != nil {
+		t.Fatalf("compile probe: %v\n%s\n%s", err, out, src)
+	}
+	out, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	var lines [][]string
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		lines = append(lines, strings.Fields(sc.Text()))
+	}
+	return lines
+}
+
+func readHeaders(t *testing.T) map[string]string {
+	t.Helper()
+	headers := map[string]string{}
+	for _, h := range []string{"io_uring.h", "ublk_cmd.h"} {
+		b, err := os.ReadFile(filepath.Join(sysInclude, h))
+		if err != nil {
+			t.Skipf("no %s/%s: install linux-libc-dev to cross-check against the kernel headers", sysInclude, h)
+		}
+		headers[h] = string(b)
+	}
+	return headers
+}
+
+// TestConstantsAgainstSystemHeaders evaluates every kernel-named constant
+// of this package with go/types and compares it with the value the C
+// compiler gives the same name in the machine's headers. Names the headers
+// do not have (newer than them) are left to the literal tests.
+func TestConstantsAgainstSystemHeaders(t *testing.T) {
+	headers := readHeaders(t)
+	all := headers["io_uring.h"] + headers["ublk_cmd.h"]
+
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	pkg, err := (&types.Config{Importer: importer.Default()}).Check("uapi", fset, files, nil)
+	require.NoError(t, err)
+
+	kernelName := regexp.MustCompile(`^(UBLK|UBLKSRV|IORING|IOSQE|BLOCK)_[A-Z0-9_]+$`)
+	want := map[string]string{}
+	var src strings.Builder
+	src.WriteString("#include <errno.h>\n#include <stdio.h>\n#include <linux/io_uring.h>\n#include <linux/ublk_cmd.h>\nint main(void) {\n")
+	for _, name := range pkg.Scope().Names() {
+		c, ok := pkg.Scope().Lookup(name).(*types.Const)
+		// The *_LAST enum sentinels grow with every kernel.
+		if !ok || !kernelName.MatchString(name) || strings.HasSuffix(name, "_LAST") {
+			continue
+		}
+		// A #define, or an enum member on a line of its own.
+		defined := regexp.MustCompile(`(?m)(#define\s+` + name + `\b)|(^\s*` + name + `\s*(,|=|$))`)
+		if !defined.MatchString(all) {
+			continue
+		}
+		want[name] = c.Val().ExactString()
+		if constant.Sign(c.Val()) < 0 {
+			fmt.Fprintf(&src, "\tprintf(\"%s %%lld\\n\", (long long)(%s));\n", name, name)
+		} else {
+			fmt.Fprintf(&src, "\tprintf(\"%s %%llu\\n\", (unsigned long long)(%s));\n", name, name)
+		}
+	}
+	src.WriteString("\treturn 0;\n}\n")
+	require.Greater(t, len(want), 100, "too few constants matched the headers: the probe patterns are broken")
+
+	lines := cProbe(t, src.String())
+	require.Len(t, lines, len(want))
+	for _, l := range lines {
+		require.Len(t, l, 2)
+		assert.Equal(t, l[1], want[l[0]], "%s: C %s, Go %s", l[0], l[1], want[l[0]])
+	}
+	t.Logf("checked %d constants against %s", len(want), sysInclude)
+}
+
 // TestLayoutAgainstSystemHeaders compiles a C program against the
 // machine's kernel headers and compares every size and offset the headers
 // know about with the Go layout. Headers older than 6.12 lack some members
@@ -24,18 +125,7 @@ const sysInclude = "/usr/include/linux"
 // TestStructLayout, and a struct's size is only compared when all of its
 // members were found.
 func TestLayoutAgainstSystemHeaders(t *testing.T) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		t.Skip("no C compiler: install gcc to cross-check layouts against the kernel headers")
-	}
-	headers := map[string]string{}
-	for _, h := range []string{"io_uring.h", "ublk_cmd.h"} {
-		b, err := os.ReadFile(filepath.Join(sysInclude, h))
-		if err != nil {
-			t.Skipf("no %s/%s: install linux-libc-dev to cross-check layouts", sysInclude, h)
-		}
-		headers[h] = string(b)
-	}
+	headers := readHeaders(t)
 	headerOf := func(cstruct string) string {
 		if strings.HasPrefix(cstruct, "ublk") {
 			return "ublk_cmd.h"
@@ -76,19 +166,8 @@ func TestLayoutAgainstSystemHeaders(t *testing.T) {
 	src.WriteString("\treturn 0;\n}\n")
 	require.NotZero(t, probed, "the headers matched no struct: the probe patterns are broken")
 
-	dir := t.TempDir()
-	cfile, bin := filepath.Join(dir, "layout.c"), filepath.Join(dir, "layout")
-	require.NoError(t, os.WriteFile(cfile, []byte(src.String()), 0o600))
-	if out, err := exec.Command(cc, "-o", bin, cfile).CombinedOutput(); err != nil {
-		t.Fatalf("compile layout probe: %v\n%s\n%s", err, out, src.String())
-	}
-	out, err := exec.Command(bin).Output()
-	require.NoError(t, err)
-
 	seen := 0
-	sc := bufio.NewScanner(strings.NewReader(string(out)))
-	for sc.Scan() {
-		parts := strings.Fields(sc.Text())
+	for _, parts := range cProbe(t, src.String()) {
 		require.Len(t, parts, 3)
 		c, err := strconv.ParseUint(parts[2], 10, 64)
 		require.NoError(t, err)

@@ -319,3 +319,36 @@ func TestSQEPayloadAccessors(t *testing.T) {
 	assert.Equal(t, []byte{1, 2, 3, 4, 5, 6, 7, 8}, sraw[56:64])
 	require.Equal(t, uintptr(SQECmdOffset+16), unsafe.Sizeof(small), "IOCmd must end inside a 64-byte SQE")
 }
+
+// TestOpcodesPinned pins the enum io_uring_op values that are counted with
+// iota, including those newer than the system headers the C cross-check
+// can see, so that an entry missed or added in the middle shifts nothing.
+func TestOpcodesPinned(t *testing.T) {
+	tests := []struct {
+		name      string
+		got, want int
+	}{
+		{"IORING_OP_NOP", IORING_OP_NOP, 0},
+		{"IORING_OP_READV", IORING_OP_READV, 1},
+		{"IORING_OP_WRITEV", IORING_OP_WRITEV, 2},
+		{"IORING_OP_FSYNC", IORING_OP_FSYNC, 3},
+		{"IORING_OP_READ_FIXED", IORING_OP_READ_FIXED, 4},
+		{"IORING_OP_WRITE_FIXED", IORING_OP_WRITE_FIXED, 5},
+		{"IORING_OP_POLL_ADD", IORING_OP_POLL_ADD, 6},
+		{"IORING_OP_ASYNC_CANCEL", IORING_OP_ASYNC_CANCEL, 14},
+		{"IORING_OP_FALLOCATE", IORING_OP_FALLOCATE, 17},
+		{"IORING_OP_READ", IORING_OP_READ, 22},
+		{"IORING_OP_WRITE", IORING_OP_WRITE, 23},
+		{"IORING_OP_MSG_RING", IORING_OP_MSG_RING, 40},
+		{"IORING_OP_URING_CMD", IORING_OP_URING_CMD, 46},
+		{"IORING_OP_SENDMSG_ZC", IORING_OP_SENDMSG_ZC, 48},
+		{"IORING_OP_READ_MULTISHOT", IORING_OP_READ_MULTISHOT, 49},
+		{"IORING_OP_FUTEX_WAIT", IORING_OP_FUTEX_WAIT, 51},
+		{"IORING_OP_FTRUNCATE", IORING_OP_FTRUNCATE, 55},
+		{"IORING_OP_LISTEN", IORING_OP_LISTEN, 57},
+		{"IORING_OP_LAST (6.12)", IORING_OP_LAST, 58},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.got, tt.name)
+	}
+}
