@@ -1,0 +1,349 @@
+package tests
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"uraid/ublk"
+)
+
+// backingSize keeps backing files small: the guest's /tmp is RAM.
+const backingSize = 256 << 20
+
+func backingFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "backing")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(backingSize))
+	require.NoError(t, f.Close())
+	return path
+}
+
+// sh runs a command and returns its output, failing the test with the
+// output when it fails.
+func sh(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
+	return string(out)
+}
+
+func allocatedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(path, &st))
+	return st.Blocks * 512
+}
+
+func dropCaches(t *testing.T) {
+	t.Helper()
+	unix.Sync()
+	require.NoError(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0))
+}
+
+// A filesystem on the device keeps every file intact across cache drops and
+// remounts, and deleting files discards through to the backing file.
+func TestE2EUblkFilesystem(t *testing.T) {
+	needGuest(t)
+	backing := backingFile(t)
+	srv := startUblkServer(t, backing)
+	mnt := t.TempDir()
+
+	sh(t, "mkfs.ext4", "-q", "-F", srv.Path)
+	sh(t, "mount", "-o", "discard", srv.Path, mnt)
+	mounted := true
+	defer func() {
+		if mounted {
+			_ = exec.Command("umount", mnt).Run()
+		}
+	}()
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	sums := map[string][32]byte{}
+	for i := range 24 {
+		data := make([]byte, 1+rng.IntN(4<<20))
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		name := filepath.Join(mnt, fmt.Sprintf("f%02d", i))
+		require.NoError(t, os.WriteFile(name, data, 0o600))
+		sums[name] = sha256.Sum256(data)
+	}
+	check := func(when string) {
+		t.Helper()
+		for name, want := range sums {
+			got, err := os.ReadFile(name)
+			require.NoError(t, err, when)
+			require.Equal(t, want, sha256.Sum256(got), "%s: %s", when, name)
+		}
+	}
+	dropCaches(t)
+	check("after drop_caches")
+
+	sh(t, "umount", mnt)
+	sh(t, "mount", "-o", "discard", srv.Path, mnt)
+	check("after remount")
+
+	full := allocatedBytes(t, backing)
+	for name := range sums {
+		if name[len(name)-1]%2 == 0 {
+			require.NoError(t, os.Remove(name))
+			delete(sums, name)
+		}
+	}
+	unix.Sync()
+	check("after deleting half")
+	sh(t, "umount", mnt)
+	mounted = false
+	assert.Less(t, allocatedBytes(t, backing), full, "deleted files were discarded from the backing file")
+	sh(t, "e2fsck", "-fn", srv.Path)
+
+	st := srv.Stats()
+	assert.NotZero(t, st.Flushes, "ext4 journal commits flush the cache")
+	assert.NotZero(t, st.Discards, "mount -o discard discards freed blocks")
+	srv.Stop()
+}
+
+// fio writes random blocks with checksums and verifies them, then a
+// separate verify-only pass checks them again.
+func TestE2EUblkFioVerify(t *testing.T) {
+	needGuest(t)
+	srv := startUblkServer(t, backingFile(t))
+	job := []string{
+		"--name=verify", "--filename=" + srv.Path, "--rw=randwrite", "--bsrange=4k-64k",
+		"--size=64M", "--ioengine=io_uring", "--iodepth=16", "--direct=1",
+		"--verify=crc32c", "--verify_fatal=1", "--randseed=42", "--group_reporting",
+	}
+	out := sh(t, "fio", job...)
+	require.Contains(t, out, "err= 0", out)
+	dropCaches(t)
+	out = sh(t, "fio", append(job, "--verify_only")...)
+	require.Contains(t, out, "err= 0", out)
+	require.Contains(t, out, "verify", out)
+	srv.Stop()
+}
+
+// A discard of the device punches a hole of that range in the backing file
+// and reads back as zeroes; the data around it stays.
+func TestE2EUblkDiscardPunchesHole(t *testing.T) {
+	needGuest(t)
+	backing := backingFile(t)
+	srv := startUblkServer(t, backing)
+
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i/4096) | 1
+	}
+	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	defer dev.Close()
+	buf := alignedBuf(len(data))
+	copy(buf, data)
+	_, err = dev.WriteAt(buf, 0)
+	require.NoError(t, err)
+	require.NoError(t, dev.Sync())
+	before := allocatedBytes(t, backing)
+	require.GreaterOrEqual(t, before, int64(8<<20))
+
+	sh(t, "blkdiscard", "-o", "1048576", "-l", "4194304", srv.Path)
+
+	after := allocatedBytes(t, backing)
+	assert.LessOrEqual(t, after, before-(4<<20), "allocated bytes drop by the discarded range")
+	f, err := os.Open(backing)
+	require.NoError(t, err)
+	defer f.Close()
+	hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), hole, "first hole of the backing file is the discarded range")
+
+	_, err = dev.ReadAt(buf, 0)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data[:1<<20], buf[:1<<20]), "data before the range survives")
+	assert.True(t, bytes.Equal(make([]byte, 4<<20), buf[1<<20:5<<20]), "discarded range reads as zeroes")
+	assert.True(t, bytes.Equal(data[5<<20:], buf[5<<20:]), "data after the range survives")
+
+	st := srv.Stats()
+	assert.NotZero(t, st.Discards)
+	assert.Equal(t, uint64(4<<20), st.DiscardedBytes)
+	srv.Stop()
+}
+
+// FLUSH and FUA reach the target: the device advertises a volatile cache.
+func TestE2EUblkFlushReachesTarget(t *testing.T) {
+	needGuest(t)
+	srv := startUblkServer(t, backingFile(t))
+	before := srv.Stats()
+
+	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	buf := alignedBuf(4096)
+	for i := range 3 {
+		_, err := dev.WriteAt(buf, int64(i)*4096)
+		require.NoError(t, err)
+		require.NoError(t, dev.Sync()) // fsync on a block device is a cache flush
+	}
+	require.NoError(t, dev.Close())
+	sync, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT|unix.O_DSYNC, 0)
+	require.NoError(t, err)
+	_, err = sync.WriteAt(buf, 65536) // O_DSYNC direct writes are FUA
+	require.NoError(t, err)
+	require.NoError(t, sync.Close())
+
+	after := srv.Stats()
+	assert.GreaterOrEqual(t, after.Flushes-before.Flushes, uint64(3))
+	assert.GreaterOrEqual(t, after.FUAWrites-before.FUAWrites, uint64(1))
+	srv.Stop()
+}
+
+// A killed server leaves its device behind; the orphan cleanup removes it,
+// and leaves devices with a live server alone.
+func TestE2EUblkOrphanCleanup(t *testing.T) {
+	needGuest(t)
+	live := startUblkServer(t, backingFile(t))
+	dead := startUblkServer(t, backingFile(t))
+	deadChar := fmt.Sprintf("/dev/ublkc%d", dead.ID)
+	dead.Kill()
+	_, err := os.Stat(deadChar)
+	require.NoError(t, err, "the kernel keeps a killed server's device")
+
+	err = ublk.RemoveOrphan(uint32(live.ID))
+	require.ErrorIs(t, err, ublk.ErrDaemonAlive)
+
+	removed, err := ublk.RemoveOrphans()
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{uint32(dead.ID)}, removed)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(deadChar)
+		return errors.Is(err, os.ErrNotExist)
+	}, slow*5*time.Second, 10*time.Millisecond, "%s is gone", deadChar)
+
+	_, err = os.Stat(live.Path)
+	require.NoError(t, err, "the live device is untouched")
+	info, err := ublk.Info(uint32(live.ID))
+	require.NoError(t, err)
+	assert.Equal(t, "live", info.State)
+	assert.Equal(t, live.cmd.Process.Pid, info.PID)
+	live.Stop()
+	chars, _ := filepath.Glob("/dev/ublkc*")
+	assert.Empty(t, chars, "no ublk device is left")
+}
+
+// Stopping the server while writes are in flight loses no write it
+// acknowledged: after a restart on the same file every block holds its last
+// acknowledged contents (or the write that was in flight, if it landed).
+func TestE2EUblkStopUnderLoad(t *testing.T) {
+	needGuest(t)
+	backing := backingFile(t)
+	srv := startUblkServer(t, backing)
+
+	const writers, bs, blocks = 8, 4096, 4096 // the first 16 MiB
+	acked := make([]uint64, blocks)
+	inflight := make([]uint64, blocks)
+	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	var count atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			buf := alignedBuf(bs)
+			for gen := uint64(1); ; gen++ {
+				// Writer w owns the blocks b with b%writers == w, so
+				// no block has two writes in flight.
+				b := rng.IntN(blocks/writers)*writers + w
+				fillBlock(buf, b, gen)
+				inflight[b] = gen
+				if _, err := dev.WriteAt(buf, int64(b)*bs); err != nil {
+					return
+				}
+				acked[b], inflight[b] = gen, 0
+				count.Add(1)
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return count.Load() > 2000 }, slow*30*time.Second, 10*time.Millisecond)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		srv.Stop()
+	}()
+	wg.Wait()
+	// The server's DEL_DEV waits for this descriptor.
+	require.NoError(t, dev.Close())
+	<-stopped
+	t.Logf("%d writes acknowledged before the stop", count.Load())
+
+	srv = startUblkServer(t, backing)
+	dev, err = os.OpenFile(srv.Path, os.O_RDONLY|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	defer dev.Close()
+	got, want := alignedBuf(bs), alignedBuf(bs)
+	checked := 0
+	for b := range blocks {
+		if acked[b] == 0 {
+			continue
+		}
+		_, err := dev.ReadAt(got, int64(b)*bs)
+		require.NoError(t, err)
+		fillBlock(want, b, acked[b])
+		if bytes.Equal(got, want) {
+			checked++
+			continue
+		}
+		if inflight[b] != 0 {
+			fillBlock(want, b, inflight[b])
+			if bytes.Equal(got, want) {
+				checked++
+				continue
+			}
+		}
+		t.Fatalf("block %d: acknowledged generation %d lost (in flight: %d; block says block %d gen %d)",
+			b, acked[b], inflight[b], binary.LittleEndian.Uint64(got), binary.LittleEndian.Uint64(got[8:]))
+	}
+	t.Logf("%d blocks verified", checked)
+	srv.Stop()
+}
+
+// fillBlock writes a block that names itself and its generation, so a
+// misplaced or stale block is recognized.
+func fillBlock(buf []byte, block int, gen uint64) {
+	binary.LittleEndian.PutUint64(buf, uint64(block))
+	binary.LittleEndian.PutUint64(buf[8:], gen)
+	x := uint64(block)*0x9E3779B97F4A7C15 ^ gen
+	for i := 16; i < len(buf); i += 8 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		binary.LittleEndian.PutUint64(buf[i:], x)
+	}
+}
+
+// alignedBuf returns page-aligned memory for O_DIRECT.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+4096)
+	off := 4096 - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4096)
+	if off == 4096 {
+		off = 0
+	}
+	return b[off : off+n : off+n]
+}
