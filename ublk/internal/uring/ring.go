@@ -77,7 +77,7 @@ func New(entries uint32, opts ...Option) (*Ring, error) {
 		case unix.ENOMEM:
 			return nil, fmt.Errorf("%w (locked memory limit too low? raise ulimit -l)", err)
 		case unix.EINVAL:
-			return nil, fmt.Errorf("%w (entries %d, cq %d, flags %#x: sizes must be 1..32768 with cq >= sq)", err, entries, cfg.cqSize, p.Flags)
+			return nil, fmt.Errorf("%w (entries %d, cq %d, flags %#x: SQ must be 1..32768 and CQ from the SQ size to 65536)", err, entries, cfg.cqSize, p.Flags)
 		}
 		return nil, err
 	}

@@ -1,9 +1,9 @@
 package uapi
 
-// ioctl number encoding from include/uapi/asm-generic/ioctl.h, used by the
-// ioctl-encoded ublk commands (UBLK_F_CMD_IOCTL_ENCODE). The encoded values
-// are written out as literals below so that they read like the kernel's; the
-// test recomputes each from these rules.
+// ioctl number encoding from include/uapi/asm-generic/ioctl.h. The package
+// writes the ioctl-encoded ublk commands (UBLK_F_CMD_IOCTL_ENCODE) as
+// literals so that they read like the kernel's; TestIoctlEncodedCommands
+// recomputes each from these rules.
 const (
 	_IOC_NRBITS   = 8
 	_IOC_TYPEBITS = 8
