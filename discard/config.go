@@ -1,0 +1,116 @@
+package discard
+
+import (
+	"fmt"
+	"time"
+)
+
+// Issuer trims one member. Discard blocks until the device has done the
+// TRIM (or failed it); the engine calls it from at most InFlight goroutines
+// of that member at once, never with an empty range.
+type Issuer interface {
+	Discard(off, n int64) error
+}
+
+// Mode says when a discard is acknowledged.
+type Mode int
+
+const (
+	// Sync acknowledges a discard once every member has trimmed its part:
+	// the caller learns about member errors, and waits for the slowest
+	// member.
+	Sync Mode = iota
+	// Async acknowledges a discard as soon as every part is queued; the
+	// TRIMs run behind it. This is what keeps a slow member from stalling
+	// the filesystem. Member errors are counted and passed to OnError.
+	Async
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Sync:
+		return "sync"
+	case Async:
+		return "async"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Defaults for the zero values of Member.
+const (
+	DefaultMaxQueued = 1024
+	DefaultMaxDefer  = 100 * time.Millisecond
+	// InFlightSATA suits drives that run one TRIM at a time and abort a
+	// second one; InFlightNVMe suits drives with queued TRIM.
+	InFlightSATA = 1
+	InFlightNVMe = 4
+)
+
+// Member configures how one member is trimmed.
+type Member struct {
+	// Issuer trims the member; nil means the member does not discard and
+	// its ranges are acknowledged without doing anything.
+	Issuer Issuer
+
+	// InFlight is how many TRIMs the member runs at once (0: 1).
+	InFlight int
+	// MaxLen is the longest single TRIM in bytes, the device's
+	// max_discard_bytes (0: no limit). Longer runs are cut.
+	MaxLen int64
+	// MaxQueued is how many queued pieces make Discard block until the
+	// member catches up (0: DefaultMaxQueued). Touching async pieces merge
+	// and count once.
+	MaxQueued int
+
+	// MinGap is the least time between the end of one TRIM and the start
+	// of the next, for drives that charge a penalty for back-to-back
+	// TRIMs. Queued TRIMs coalesce meanwhile.
+	MinGap time.Duration
+
+	// YieldToIO holds TRIMs back while the member has reads or writes in
+	// progress (see Engine.StartIO), for drives whose TRIM stalls other
+	// commands. MaxDefer bounds the hold so that TRIMs still progress under
+	// constant load (0: DefaultMaxDefer).
+	YieldToIO bool
+	MaxDefer  time.Duration
+}
+
+// Config configures an Engine.
+type Config struct {
+	Mode    Mode
+	Members []Member
+
+	// OnError, if set, hears of every failed TRIM, from the member's
+	// worker goroutine with no lock held. In Async mode it is the only
+	// place a TRIM error shows besides Stats.
+	OnError func(r Range, err error)
+}
+
+func (c *Config) check() error {
+	if c.Mode != Sync && c.Mode != Async {
+		return fmt.Errorf("%w: unknown mode %v", ErrConfig, c.Mode)
+	}
+	if len(c.Members) == 0 {
+		return fmt.Errorf("%w: no members", ErrConfig)
+	}
+	for i, m := range c.Members {
+		if m.InFlight < 0 || m.MaxLen < 0 || m.MaxQueued < 0 || m.MinGap < 0 || m.MaxDefer < 0 {
+			return fmt.Errorf("%w: member %d: negative limit in %+v", ErrConfig, i, m)
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the zero values.
+func (m Member) withDefaults() Member {
+	if m.InFlight == 0 {
+		m.InFlight = 1
+	}
+	if m.MaxQueued == 0 {
+		m.MaxQueued = DefaultMaxQueued
+	}
+	if m.MaxDefer == 0 {
+		m.MaxDefer = DefaultMaxDefer
+	}
+	return m
+}

@@ -1,0 +1,53 @@
+// Package discard is uraid's TRIM engine: it takes the per-member pieces of
+// each array discard, queues them on every member at once, merges what
+// touches, paces what the device would punish, and issues TRIMs from a few
+// goroutines per member, so that one slow SSD never serializes the array and
+// TRIMs never stall the filesystem above.
+//
+// # Halves
+//
+// Queue is the pure planner of one member: queued pieces sorted by offset,
+// merged when they touch (up to the member's longest TRIM), cut by writes,
+// and the in-flight TRIMs that writes and reads must wait for. It has no
+// goroutines, no clock and no syscalls and is tested against a byte-level
+// model.
+//
+// Engine is the issuing half: per member, InFlight worker goroutines pull
+// TRIMs from the Queue and call the member's Issuer. Members never wait for
+// one another. In Sync mode a discard is acknowledged when every member is
+// done; in Async mode as soon as it is queued, and a full queue blocks the
+// caller (backpressure, not loss).
+//
+// # Guarantees
+//
+//   - A TRIM covers only bytes some queued discard asked for: merging joins
+//     only pieces that touch, and cutting never extends.
+//   - A write never loses to a discard acknowledged before it: WaitWrite
+//     removes the write's range from queued discards and waits for TRIMs in
+//     flight over it before the write goes to the member.
+//   - Reads agree across copies: WaitRead holds a read of a range until no
+//     copy has a discard pending over it (see WaitRead for why this rule).
+//   - No piece starves: the oldest queued piece is always in the next TRIM,
+//     and the I/O gate holds a TRIM back at most MaxDefer.
+//   - A crash loses at most queued TRIMs, never data. A discard promises
+//     nothing about what the range reads afterwards (uraid does not
+//     advertise discard as zeroing, and write-zeroes must be served by
+//     writes or by a Sync discard that reads back zeros), so the old bytes
+//     a lost TRIM leaves behind are as valid as zeros. Every byte that a
+//     write acknowledged put on a member stays: a queued TRIM overlapping
+//     it was cut before the write was issued.
+//   - FLUSH does not wait for the discard queue. A flush makes completed
+//     writes durable; a discard has no durable effect to make, and the
+//     filesystem may not rely on one. Holding flushes behind slow TRIMs
+//     would bring back the very stall this package exists to remove.
+//     After a crash, mirrors may differ in ranges that were discarded and
+//     not rewritten, which is free space to the filesystem; Drain before a
+//     clean stop or a mirror check makes them agree.
+//
+// # Concurrency
+//
+// Every Engine method is safe for concurrent use. Completion callbacks and
+// OnError run on engine goroutines without engine locks held. Close stops
+// every goroutine the engine started and waits for them. A Queue is not safe
+// for concurrent use.
+package discard
