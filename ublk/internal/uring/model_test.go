@@ -42,8 +42,8 @@ func TestRingModel(t *testing.T) {
 		defer r.Close()
 
 		var (
-			next      uint64          // user data of the next request
-			queued    uint32          // handed out, not yet submitted
+			next      uint64 // user data of the next request
+			queued    uint32 // handed out, not yet submitted
 			submitted = map[uint64]bool{}
 			reaped    = map[uint64]bool{}
 		)
