@@ -98,8 +98,9 @@ func (r *Ring) SubmitAndWait(waitNr uint32) (int, error) {
 }
 
 // SubmitAndWaitTimeout is SubmitAndWait with an upper bound on the wait;
-// when it expires the error wraps unix.ETIME. It needs
-// IORING_FEAT_EXT_ARG (5.11).
+// when it expires the error wraps unix.ETIME. The bound is relative and
+// starts again after each signal, so a storm of signals can stretch it. It
+// needs IORING_FEAT_EXT_ARG (5.11).
 func (r *Ring) SubmitAndWaitTimeout(waitNr uint32, d time.Duration) (int, error) {
 	r.ts = unix.NsecToTimespec(d.Nanoseconds())
 	r.extArg = uapi.GeteventsArg{Ts: uint64(uintptr(unsafe.Pointer(&r.ts)))}
