@@ -276,9 +276,9 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 		return fmt.Errorf("%w: no uraid magic at the superblock position (wrong device, or never part of an array?)", ErrNotMember)
 	}
 	le := binary.LittleEndian
-	if want, got := le.Uint32(block[offChecksum:]), crc32.Checksum(block[:offChecksum], crc32cTable); want != got {
-		return fmt.Errorf("%w: checksum %#08x, computed %#08x: the block was damaged after it was written; "+
-			"re-add the member from its mirror or re-create the array", ErrCorrupt, want, got)
+	if le.Uint32(block[offChecksum:]) != crc32.Checksum(block[:offChecksum], crc32cTable) {
+		return fmt.Errorf("%w: checksum mismatch: the block was damaged after it was written; "+
+			"re-add the member from its mirror or re-create the array", ErrCorrupt)
 	}
 	if major := le.Uint16(block[offMajor:]); major != VersionMajor {
 		return fmt.Errorf("%w: version %d.%d, this uraid reads %d.x: upgrade uraid",
