@@ -1,0 +1,313 @@
+package raid
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"uraid/discard"
+	"uraid/mapping"
+)
+
+// MemberState is what the array knows of one member slot.
+type MemberState int32
+
+// Member states. A failed member gets no more I/O; the array carries on from the other copies
+// when the level has them.
+const (
+	MemberActive MemberState = iota
+	MemberFailed
+	MemberMissing
+)
+
+func (s MemberState) String() string {
+	switch s {
+	case MemberActive:
+		return "active"
+	case MemberFailed:
+		return "failed"
+	case MemberMissing:
+		return "missing"
+	}
+	return fmt.Sprintf("state(%d)", int32(s))
+}
+
+// Array is an assembled array: its members, its layout and what it knows of their health. It is
+// the ublk target of the array's device (see target.go).
+type Array struct {
+	Name string
+	sb   Superblock // the newest superblock; sbMu guards its Events and State
+	sbMu sync.Mutex
+
+	m       *mapping.Map
+	members []*Member // by slot; nil when missing
+	state   []atomic.Int32
+	stats   []memberStats
+	gran    []mapping.Granularity
+	dataOff []int64
+
+	opts    Options
+	tags    [][]tagState // [queue][tag], each queue's owned by its goroutine
+	discard discardStats
+	engine  *discard.Engine
+}
+
+// Options shape how an array is served.
+type Options struct {
+	// Queues and Depth must match the ublk device's.
+	Queues, Depth int
+	Discard DiscardOptions
+	// Degraded allows an array with missing or stale members to run on the remaining copies.
+	Degraded bool
+}
+
+// Assemble opens the members at paths, checks that they form the array called name and returns it
+// ready to serve. Members that are absent or stale are refused unless o.Degraded, and even then
+// only when every byte still has a copy.
+func Assemble(name string, paths []string, o Options) (*Array, error) {
+	var opened []*Member
+	fail := func(err error) (*Array, error) {
+		for _, m := range opened {
+			m.Close()
+		}
+		return nil, err
+	}
+	var sbs []MemberSB
+	for _, p := range paths {
+		m, err := OpenMember(p)
+		if err != nil {
+			return fail(err)
+		}
+		opened = append(opened, m)
+		sb, err := ReadSuperblock(m.File)
+		if err != nil {
+			return fail(fmt.Errorf("member %s: %w", p, err))
+		}
+		sbs = append(sbs, MemberSB{Path: p, SB: sb})
+	}
+	asm, err := CheckAssembly(sbs)
+	if asm == nil || (err != nil && !o.Degraded) {
+		if err != nil && asm != nil {
+			err = fmt.Errorf("%w (or assemble with --degraded to run without them)", err)
+		}
+		return fail(err)
+	}
+	if asm.Newest.Name != name {
+		return fail(fmt.Errorf("the members belong to array %q, not %q: assemble them as %s", asm.Newest.Name, name, asm.Newest.Name))
+	}
+	byPath := map[string]*Member{}
+	for _, m := range opened {
+		byPath[m.Path] = m
+	}
+	members := make([]*Member, len(asm.Members))
+	for i, ms := range asm.Members {
+		if ms.SB != nil {
+			members[i] = byPath[ms.Path]
+			delete(byPath, ms.Path)
+		}
+	}
+	for _, m := range byPath { // stale members take no part
+		m.Close()
+	}
+	a, err := newArray(asm.Newest, members, o)
+	if err != nil {
+		for _, m := range members {
+			if m != nil {
+				m.Close()
+			}
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// NewArray serves members just written by Create.
+func NewArray(members []*Member, sbs []*Superblock, o Options) (*Array, error) {
+	return newArray(*sbs[0], members, o)
+}
+
+func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
+	m, err := MapOf(&sb)
+	if err != nil {
+		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
+	}
+	if o.Queues < 1 || o.Depth < 1 {
+		return nil, fmt.Errorf("array %s: %d queues of depth %d", sb.Name, o.Queues, o.Depth)
+	}
+	a := &Array{
+		Name: sb.Name, sb: sb, m: m, members: members, opts: o,
+		state:   make([]atomic.Int32, len(members)),
+		stats:   make([]memberStats, len(members)),
+		gran:    make([]mapping.Granularity, len(members)),
+		dataOff: make([]int64, len(members)),
+		tags:    make([][]tagState, o.Queues),
+	}
+	for i, mem := range members {
+		a.dataOff[i] = int64(sb.DataOffset)
+		if mem == nil {
+			a.state[i].Store(int32(MemberMissing))
+			continue
+		}
+		if mem.DiscardGranularity > 0 {
+			// mapping wants the alignment in data space: shift the device's by the data offset.
+			g := mem.DiscardGranularity
+			a.gran[i] = mapping.Granularity{Bytes: g, Alignment: ((mem.DiscardAlignment-a.dataOff[i])%g + g) % g}
+		}
+	}
+	if !a.readable() {
+		return nil, fmt.Errorf("array %s: %w: too many members are missing for level %v to have every byte", sb.Name, ErrArrayFailed, sb.Level)
+	}
+	for q := range a.tags {
+		a.tags[q] = make([]tagState, o.Depth)
+		for t := range a.tags[q] {
+			a.tags[q][t].init()
+		}
+	}
+	e, err := newEngine(a, o.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
+	}
+	a.engine = e
+	return a, nil
+}
+
+// ErrArrayFailed means some data has no working copy left.
+var ErrArrayFailed = errors.New("array failed")
+
+// readable reports whether every logical byte still has an active copy.
+func (a *Array) readable() bool {
+	n := a.m.Members()
+	ok := func(i int) bool { return MemberState(a.state[i].Load()) == MemberActive }
+	switch a.sb.Level {
+	case LevelRAID1:
+		for i := range n {
+			if ok(i) {
+				return true
+			}
+		}
+		return false
+	case LevelRAID10:
+		// Every chunk has two copies on different members; a chunk is lost when both are down.
+		// Probing one row of chunks per member pair covers every placement the layouts make.
+		var pieces [1]mapping.Piece
+		chunk := a.m.ChunkBytes()
+		rows := min(a.m.Size()/chunk, int64(2*n))
+		for c := range rows {
+			ps, err := a.m.Read(c*chunk, chunk, pieces[:0])
+			if err != nil || len(ps) == 0 {
+				return false
+			}
+			alive := false
+			for _, e := range ps[0].Copies[:ps[0].N] {
+				alive = alive || ok(e.Member)
+			}
+			if !alive {
+				return false
+			}
+		}
+		return true
+	default:
+		for i := range n {
+			if !ok(i) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// Degraded reports whether some member is failed or missing.
+func (a *Array) Degraded() bool {
+	for i := range a.state {
+		if MemberState(a.state[i].Load()) != MemberActive {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkDirty records on every active member that the array is running, so an assemble after a
+// crash knows the copies may disagree.
+func (a *Array) MarkDirty() error { return a.writeSuperblocks(StateDirty) }
+
+// MarkClean records that every write reached every active member. Call it after the device has
+// stopped and the members are flushed.
+func (a *Array) MarkClean() error { return a.writeSuperblocks(StateClean) }
+
+// writeSuperblocks bumps the event counter and writes the superblock of every active member, so
+// a member that was not written (failed or missing) reads as stale at the next assemble.
+func (a *Array) writeSuperblocks(st State) error {
+	a.sbMu.Lock()
+	defer a.sbMu.Unlock()
+	a.sb.Events++
+	a.sb.State = st
+	a.sb.UpdateTime = time.Now().UnixNano()
+	var errs []error
+	for i, m := range a.members {
+		if m == nil || MemberState(a.state[i].Load()) != MemberActive {
+			continue
+		}
+		sb, err := ReadSuperblock(m.File)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
+			continue
+		}
+		sb.Events, sb.State, sb.UpdateTime = a.sb.Events, st, a.sb.UpdateTime
+		if err := WriteSuperblock(m.File, sb); err != nil {
+			a.fail(i, err)
+			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fail takes member i out of service after an I/O error.
+func (a *Array) fail(i int, err error) {
+	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
+	}
+}
+
+// Flush makes every write so far durable on every active member.
+func (a *Array) Flush() error {
+	var errs []error
+	for i, m := range a.members {
+		if m == nil || MemberState(a.state[i].Load()) != MemberActive {
+			continue
+		}
+		if err := m.File.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the discard engine and releases the members. The device must be stopped first.
+func (a *Array) Close() error {
+	var errs []error
+	if a.engine != nil {
+		errs = append(errs, a.engine.Close())
+	}
+	for _, m := range a.members {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Map is the array's layout.
+func (a *Array) Map() *mapping.Map { return a.m }
+
+// Superblock returns a copy of the array's newest superblock.
+func (a *Array) Superblock() Superblock {
+	a.sbMu.Lock()
+	defer a.sbMu.Unlock()
+	return a.sb
+}
+
+// Members returns the member slots; nil entries are missing.
+func (a *Array) Members() []*Member { return a.members }

@@ -1,0 +1,114 @@
+package raid
+
+import (
+	"sync/atomic"
+
+	"uraid/discard"
+)
+
+// discardStats counts the array's discard requests as the kernel sent them.
+type discardStats struct {
+	requests, bytes, memberRanges atomic.Uint64
+}
+
+// Status is an array's state as `uraid status` and `uraid detail` show it and the control socket
+// serves it. The JSON field names are a stable interface for scripts.
+type Status struct {
+	Name        string         `json:"name"`
+	UUID        string         `json:"uuid"`
+	Level       string         `json:"level"`
+	Layout      string         `json:"layout,omitempty"`
+	ChunkBytes  int64          `json:"chunk_bytes"`
+	SizeBytes   int64          `json:"size_bytes"`
+	Device      string         `json:"device"`
+	State       string         `json:"state"` // clean, active, degraded or failed
+	DiscardMode string         `json:"discard_mode"`
+	Events      uint64         `json:"events"`
+	CreateTime  int64          `json:"create_time"`
+	PID         int            `json:"pid"`
+	Members     []MemberStatus `json:"members"`
+	Discard     DiscardTotals  `json:"discard"`
+}
+
+// MemberStatus is one member slot.
+type MemberStatus struct {
+	Path      string              `json:"path"`
+	Index     int                 `json:"index"`
+	State     string              `json:"state"` // active, failed or missing
+	Kind      string              `json:"kind"`  // file or block
+	SizeBytes int64               `json:"size_bytes"`
+	IO        MemberIO            `json:"io"`
+	Discard   discard.MemberStats `json:"discard"`
+}
+
+// MemberIO counts a member's reads and writes.
+type MemberIO struct {
+	Reads      uint64 `json:"reads"`
+	Writes     uint64 `json:"writes"`
+	ReadBytes  uint64 `json:"read_bytes"`
+	WriteBytes uint64 `json:"write_bytes"`
+	Errors     uint64 `json:"errors"`
+}
+
+// DiscardTotals counts discards as the array received them.
+type DiscardTotals struct {
+	Requests     uint64 `json:"requests"`
+	Bytes        uint64 `json:"bytes"`
+	MemberRanges uint64 `json:"member_ranges"`
+}
+
+// Array states.
+const (
+	StateNameClean    = "clean"
+	StateNameActive   = "active"
+	StateNameDegraded = "degraded"
+	StateNameFailed   = "failed"
+)
+
+// Status reports the array's state and counters; device is the served block device path, or ""
+// while none is.
+func (a *Array) Status(device string, pid int) Status {
+	sb := a.Superblock()
+	st := Status{
+		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.String(),
+		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.m.Size(), Device: device,
+		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: sb.CreateTime, PID: pid,
+		Discard: DiscardTotals{
+			Requests: a.discard.requests.Load(), Bytes: a.discard.bytes.Load(),
+			MemberRanges: a.discard.memberRanges.Load(),
+		},
+	}
+	if sb.Level == LevelRAID10 {
+		st.Layout = sb.Layout.String()
+	}
+	switch {
+	case !a.readable():
+		st.State = StateNameFailed
+	case a.Degraded():
+		st.State = StateNameDegraded
+	case sb.State == StateDirty:
+		st.State = StateNameActive
+	default:
+		st.State = StateNameClean
+	}
+	ds := a.engine.Stats()
+	for i, m := range a.members {
+		ms := MemberStatus{Index: i, State: MemberState(a.state[i].Load()).String()}
+		if i < len(ds) {
+			ms.Discard = ds[i]
+		}
+		if m != nil {
+			ms.Path, ms.SizeBytes, ms.Kind = m.Path, m.Size, "file"
+			if m.Block {
+				ms.Kind = "block"
+			}
+		}
+		s := &a.stats[i]
+		ms.IO = MemberIO{
+			Reads: s.reads.Load(), Writes: s.writes.Load(), ReadBytes: s.readBytes.Load(),
+			WriteBytes: s.writeBytes.Load(), Errors: s.errors.Load(),
+		}
+		st.Members = append(st.Members, ms)
+	}
+	return st
+}
