@@ -59,7 +59,7 @@ type Array struct {
 type Options struct {
 	// Queues and Depth must match the ublk device's.
 	Queues, Depth int
-	Discard DiscardOptions
+	Discard       DiscardOptions
 	// Degraded allows an array with missing or stale members to run on the remaining copies.
 	Degraded bool
 }
