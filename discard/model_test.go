@@ -1,0 +1,362 @@
+package discard
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"uraid/discard/simssd"
+)
+
+// The model test runs random interleavings of writes, reads, discards,
+// flushes and drains from several goroutines against an engine over
+// simulated SSDs, mirrored in pairs and striped like raid10, and checks the
+// result against a reference model of every 512-byte unit.
+
+// modelChecks is how many cases the rapid tests run unless -rapid.checks
+// or RAPID_CHECKS says otherwise.
+const modelChecks = 10000
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := os.Getenv("RAPID_CHECKS") != ""
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set {
+		if err := flag.Set("rapid.checks", fmt.Sprint(modelChecks)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+const unit = 512
+
+// layout maps logical units to two copies on a mirrored pair of members,
+// in chunks of chunk units striped over the pairs.
+type layout struct {
+	pairs, chunk int
+}
+
+func (l layout) copies(x int) (a, b int, off int64) {
+	k := x / l.chunk
+	p, row := k%l.pairs, k/l.pairs
+	return 2 * p, 2*p + 1, int64(row*l.chunk+x%l.chunk) * unit
+}
+
+// ranges appends the member ranges of both copies of units [u, u+n),
+// joining what is contiguous on a member.
+func (l layout) ranges(u, n int, dst []Range) []Range {
+	add := func(m int, off int64) {
+		for i := len(dst) - 1; i >= 0; i-- {
+			if dst[i].Member == m && dst[i].End() == off {
+				dst[i].Len += unit
+				return
+			}
+		}
+		dst = append(dst, Range{Member: m, Off: off, Len: unit})
+	}
+	for x := u; x < u+n; x++ {
+		a, b, off := l.copies(x)
+		add(a, off)
+		add(b, off)
+	}
+	return dst
+}
+
+type opKind int
+
+const (
+	opWrite opKind = iota
+	opDiscard
+	opRead
+	opFlush
+	opDrain
+)
+
+// opMix weighs the operations: mostly writes and discards, which is where
+// the engine can go wrong.
+var opMix = []opKind{opWrite, opWrite, opWrite, opDiscard, opDiscard, opDiscard, opRead, opRead, opFlush, opDrain}
+
+type modelOp struct {
+	kind opKind
+	u, n int
+	val  byte
+}
+
+// unitState is what the model knows of one unit: its value, and whether a
+// discard since may have zeroed it.
+type unitState struct {
+	val       byte
+	maybeZero bool
+}
+
+func (s unitState) allows(v byte) bool { return v == s.val || (s.maybeZero && v == 0) }
+
+// yielder lets the scheduler run other goroutines before each TRIM, so that
+// writes and reads meet TRIMs in flight.
+type yielder struct {
+	dev    *simssd.Device
+	yields int
+}
+
+func (y yielder) Discard(off, n int64) error {
+	for range y.yields {
+		runtime.Gosched()
+	}
+	return y.dev.Discard(off, n)
+}
+
+type modelRun struct {
+	e      *Engine
+	devs   []*simssd.Device
+	lay    layout
+	mode   Mode
+	region int // units per goroutine
+
+	mu        sync.Mutex
+	requested [][]bool      // per member, per unit offset: ever asked to discard
+	states    [][]unitState // per goroutine, its region at the end
+	errs      []error
+}
+
+func (r *modelRun) fail(format string, args ...any) {
+	r.mu.Lock()
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+	r.mu.Unlock()
+}
+
+// readUnit reads both copies of unit x, checking that each is uniform.
+func (r *modelRun) readUnit(x int) (a, b byte, ok bool) {
+	ma, mb, off := r.lay.copies(x)
+	var vals [2]byte
+	buf := make([]byte, unit)
+	for i, m := range []int{ma, mb} {
+		if _, err := r.devs[m].ReadAt(buf, off); err != nil {
+			r.fail("read unit %d member %d: %v", x, m, err)
+			return 0, 0, false
+		}
+		for _, c := range buf {
+			if c != buf[0] {
+				r.fail("unit %d on member %d is torn: %v", x, m, buf)
+				return 0, 0, false
+			}
+		}
+		vals[i] = buf[0]
+	}
+	return vals[0], vals[1], true
+}
+
+func (r *modelRun) run(g int, ops []modelOp) {
+	base := g * r.region
+	st := make([]unitState, r.region)
+	var rs []Range
+	for i, op := range ops {
+		u := base + op.u
+		switch op.kind {
+		case opWrite:
+			rs = r.lay.ranges(u, op.n, rs[:0])
+			buf := make([]byte, 0, op.n*unit)
+			for _, rg := range rs {
+				if err := r.e.WaitWrite(rg.Member, rg.Off, rg.Len); err != nil {
+					r.fail("op %d: %v", i, err)
+				}
+			}
+			for _, rg := range rs {
+				buf = buf[:rg.Len]
+				for j := range buf {
+					buf[j] = op.val
+				}
+				r.e.StartIO(rg.Member)
+				_, err := r.devs[rg.Member].WriteAt(buf, rg.Off)
+				r.e.EndIO(rg.Member)
+				if err != nil {
+					r.fail("op %d: %v", i, err)
+				}
+			}
+			for x := op.u; x < op.u+op.n; x++ {
+				st[x] = unitState{val: op.val}
+			}
+		case opDiscard:
+			rs = r.lay.ranges(u, op.n, rs[:0])
+			r.mu.Lock()
+			for _, rg := range rs {
+				for o := rg.Off; o < rg.End(); o += unit {
+					r.requested[rg.Member][o/unit] = true
+				}
+			}
+			r.mu.Unlock()
+			done := make(chan error, 1)
+			r.e.Discard(rs, func(err error) { done <- err })
+			if err := <-done; err != nil {
+				r.fail("op %d: discard: %v", i, err)
+			}
+			for x := op.u; x < op.u+op.n; x++ {
+				if r.mode == Sync {
+					st[x] = unitState{} // trimmed before the acknowledgement
+				} else {
+					st[x].maybeZero = st[x].val != 0
+				}
+			}
+		case opRead, opFlush:
+			// A flush does not wait for queued discards; what it must
+			// find is every acknowledged write in place, which a read of
+			// the whole region checks.
+			from, n := op.u, op.n
+			if op.kind == opFlush {
+				from, n = 0, r.region
+			}
+			rs = r.lay.ranges(base+from, n, rs[:0])
+			for _, rg := range rs {
+				if err := r.e.WaitRead(rg.Member, rg.Off, rg.Len); err != nil {
+					r.fail("op %d: %v", i, err)
+				}
+			}
+			for x := from; x < from+n; x++ {
+				a, b, ok := r.readUnit(base + x)
+				if !ok {
+					return
+				}
+				if a != b {
+					r.fail("op %d: unit %d reads %d and %d from its two copies", i, base+x, a, b)
+					return
+				}
+				if !st[x].allows(a) {
+					r.fail("op %d: unit %d reads %d, model %+v", i, base+x, a, st[x])
+					return
+				}
+				// Nothing is pending over it any more: the value is settled.
+				st[x] = unitState{val: a}
+			}
+		case opDrain:
+			r.e.Drain()
+			for x := range st {
+				if st[x].maybeZero {
+					st[x] = unitState{}
+				}
+			}
+		}
+	}
+	r.final(g, st)
+}
+
+// final checks the region once its goroutine is done: drained units are
+// exact; the caller checks again after Close.
+func (r *modelRun) final(g int, st []unitState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.states[g] = st
+}
+
+func TestEngineModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pairs := rapid.IntRange(1, 2).Draw(t, "pairs")
+		lay := layout{pairs: pairs, chunk: rapid.SampledFrom([]int{1, 2, 4}).Draw(t, "chunk")}
+		mode := rapid.SampledFrom([]Mode{Async, Async, Sync}).Draw(t, "mode")
+		goroutines := rapid.IntRange(1, 3).Draw(t, "goroutines")
+		region := rapid.IntRange(1, 12).Draw(t, "region")
+		total := goroutines * region
+		rows := (total + pairs*lay.chunk - 1) / (pairs * lay.chunk)
+		memberUnits := rows * lay.chunk
+
+		opGen := rapid.Custom(func(t *rapid.T) modelOp {
+			u := rapid.IntRange(0, region-1).Draw(t, "u")
+			return modelOp{
+				kind: rapid.SampledFrom(opMix).Draw(t, "kind"),
+				u:    u,
+				n:    rapid.IntRange(1, min(4, region-u)).Draw(t, "n"),
+				val:  byte(rapid.IntRange(1, 255).Draw(t, "val")),
+			}
+		})
+		plans := make([][]modelOp, goroutines)
+		for g := range plans {
+			plans[g] = rapid.SliceOfN(opGen, 1, 10).Draw(t, fmt.Sprintf("ops%d", g))
+		}
+		crash := rapid.Bool().Draw(t, "crash")
+
+		r := &modelRun{lay: lay, mode: mode, region: region, states: make([][]unitState, goroutines)}
+		var members []Member
+		for range 2 * pairs {
+			dev, err := simssd.New(simssd.Config{Size: int64(memberUnits) * unit, Record: true,
+				Clock: simssd.NewVirtualClock(time.Unix(0, 0))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.devs = append(r.devs, dev)
+			r.requested = append(r.requested, make([]bool, memberUnits))
+			members = append(members, Member{
+				Issuer:    yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")},
+				InFlight:  rapid.IntRange(1, 3).Draw(t, "inflight"),
+				MaxLen:    int64(rapid.IntRange(0, 3).Draw(t, "maxlen")) * unit,
+				MaxQueued: rapid.IntRange(1, 4).Draw(t, "maxqueued"),
+				YieldToIO: rapid.Bool().Draw(t, "yield"),
+				MaxDefer:  time.Millisecond,
+			})
+		}
+		e, err := New(Config{Mode: mode, Members: members})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.e = e
+		var wg sync.WaitGroup
+		for g, ops := range plans {
+			wg.Go(func() { r.run(g, ops) })
+		}
+		wg.Wait()
+		if !crash {
+			e.Drain()
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range r.errs {
+			t.Error(err)
+		}
+		if len(r.errs) > 0 {
+			t.FailNow()
+		}
+
+		// Every acknowledged write is on both copies; discarded units are
+		// zeros after a drain, and zeros or old data after a crash, on
+		// each copy independently.
+		for g, st := range r.states {
+			for x, s := range st {
+				a, b, ok := r.readUnit(g*region + x)
+				if !ok {
+					t.Fatal(r.errs)
+				}
+				if !crash && s.maybeZero {
+					s = unitState{}
+				}
+				if !s.allows(a) || !s.allows(b) {
+					t.Fatalf("unit %d reads %d and %d at the end, model %+v (crash %v)", g*region+x, a, b, s, crash)
+				}
+			}
+		}
+		// No TRIM reached a byte no discard asked for.
+		for m, dev := range r.devs {
+			for _, tr := range dev.Trims() {
+				if tr.Off%unit != 0 || tr.Len%unit != 0 || tr.Len == 0 {
+					t.Fatalf("member %d: TRIM [%d, +%d) is not whole units", m, tr.Off, tr.Len)
+				}
+				if ml := members[m].MaxLen; ml > 0 && tr.Len > ml {
+					t.Fatalf("member %d: TRIM of %d bytes, limit %d", m, tr.Len, ml)
+				}
+				for o := tr.Off; o < tr.Off+tr.Len; o += unit {
+					if !r.requested[m][o/unit] {
+						t.Fatalf("member %d: TRIM [%d, +%d) covers unit %d that no discard asked for", m, tr.Off, tr.Len, o/unit)
+					}
+				}
+			}
+			if c := dev.Counters(); c.MaxConcurrentTrims > int64(members[m].InFlight) {
+				t.Fatalf("member %d: %d TRIMs at once, limit %d", m, c.MaxConcurrentTrims, members[m].InFlight)
+			}
+		}
+	})
+}
