@@ -220,3 +220,18 @@ func TestWriteSuperblockErrors(t *testing.T) {
 	assert.ErrorIs(t, WriteSuperblock(errWriter{}, &sb), unix.ENOSPC)
 	assert.ErrorIs(t, WipeSuperblock(errWriter{}), unix.ENOSPC)
 }
+
+// syncFailer accepts writes but fails to flush them, as a device that
+// dropped off the bus would.
+type syncFailer struct{ writeRecorder }
+
+func (*syncFailer) Sync() error { return unix.EIO }
+
+func TestWriteSuperblockSyncError(t *testing.T) {
+	sb := validSB()
+	var w syncFailer
+	err := WriteSuperblock(&w, &sb)
+	require.ErrorIs(t, err, unix.EIO, "a superblock that may not be on disk is not written")
+	assert.Contains(t, err.Error(), "sync")
+	assert.ErrorIs(t, WipeSuperblock(&w), unix.EIO)
+}
