@@ -303,15 +303,20 @@ func TestBusySteersReads(t *testing.T) {
 	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f}, {Issuer: &fakeIssuer{}}}})
 	assert.False(t, e.Busy(0))
+	assert.False(t, e.Pending(0))
 	e.Discard([]Range{{Member: 0, Off: 0, Len: 4096}}, func(error) {})
+	assert.True(t, e.Pending(0))
 	<-f.entered
 	assert.True(t, e.Busy(0))
+	assert.True(t, e.Pending(0))
 	assert.False(t, e.Busy(1))
+	assert.False(t, e.Pending(1))
 	assert.True(t, e.StartIO(0), "StartIO reports the TRIM in flight")
 	e.EndIO(0)
 	close(f.hold)
 	e.Drain()
 	assert.False(t, e.Busy(0))
+	assert.False(t, e.Pending(0))
 }
 
 func TestMinGapPacesAndCoalesces(t *testing.T) {

@@ -102,3 +102,51 @@ func (e *Engine) Busy(i int) bool {
 	}
 	return e.members[i].busy.Load() > 0
 }
+
+// Pending reports whether member i has a TRIM queued or in flight. A read
+// steered away from such a member lets its TRIMs run without holding them
+// back or queueing behind them.
+func (e *Engine) Pending(i int) bool {
+	if i < 0 || i >= len(e.members) {
+		return false
+	}
+	return e.members[i].outstanding.Load() > 0
+}
+
+// Steer returns which of copies, the members holding the bytes of a read,
+// the read should go to, starting the search at copies[first%len] so that
+// the caller's own balancing holds when no TRIM is in the way. In order of
+// preference: a copy with no TRIM pending; one whose TRIMs do not stall I/O
+// (no YieldToIO); one with TRIMs queued but none in flight; any. The choice
+// is a hint that can be stale by the time the read starts: StartIO closes
+// the race, reporting busy if a TRIM got in first.
+func (e *Engine) Steer(copies []int, first int) int {
+	if len(copies) == 0 {
+		return 0
+	}
+	best, bestScore := 0, 4
+	for k := range copies {
+		i := (first + k) % len(copies)
+		if s := e.stall(copies[i]); s < bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return copies[best]
+}
+
+// stall scores how much a TRIM on member i would delay a read there.
+func (e *Engine) stall(i int) int {
+	if i < 0 || i >= len(e.members) {
+		return 3
+	}
+	m := e.members[i]
+	switch {
+	case m.outstanding.Load() == 0:
+		return 0
+	case !m.cfg.YieldToIO:
+		return 1
+	case m.busy.Load() == 0:
+		return 2
+	}
+	return 3
+}

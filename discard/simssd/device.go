@@ -76,6 +76,7 @@ type Device struct {
 	trimCount    atomic.Int64
 	reads        atomic.Int64
 	writes       atomic.Int64
+	stalled      atomic.Int64
 }
 
 // New returns an empty device (all zeros).
@@ -115,7 +116,7 @@ func (d *Device) ReadAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	if d.cfg.Exclusive {
-		d.io.RLock()
+		d.shareIO()
 		defer d.io.RUnlock()
 	}
 	d.clock.Sleep(d.cfg.ReadLatency)
@@ -137,13 +138,22 @@ func (d *Device) ReadAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
+// shareIO takes the device for a read or write, counting the ones that had
+// to wait for a TRIM.
+func (d *Device) shareIO() {
+	if !d.io.TryRLock() {
+		d.stalled.Add(1)
+		d.io.RLock()
+	}
+}
+
 // WriteAt writes p at off.
 func (d *Device) WriteAt(p []byte, off int64) (int, error) {
 	if err := d.check("write", off, int64(len(p))); err != nil {
 		return 0, err
 	}
 	if d.cfg.Exclusive {
-		d.io.RLock()
+		d.shareIO()
 		defer d.io.RUnlock()
 	}
 	d.clock.Sleep(d.cfg.WriteLatency)
@@ -233,6 +243,8 @@ type Counters struct {
 	// once: more than one means the caller queued TRIMs on a drive that
 	// runs them one at a time.
 	MaxConcurrentTrims int64
+	// Stalled counts reads and writes that waited for a TRIM (Exclusive).
+	Stalled int64
 }
 
 // Counters returns the device counters.
@@ -242,5 +254,6 @@ func (d *Device) Counters() Counters {
 		Reads:              d.reads.Load(),
 		Writes:             d.writes.Load(),
 		MaxConcurrentTrims: d.maxTrimCalls.Load(),
+		Stalled:            d.stalled.Load(),
 	}
 }

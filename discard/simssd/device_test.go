@@ -88,6 +88,7 @@ func TestExclusiveBlocksReads(t *testing.T) {
 		wg.Wait()
 		if exclusive {
 			assert.Greater(t, waited, 20*time.Millisecond, "a SATA-like read waits for the TRIM")
+			assert.Equal(t, int64(1), d.Counters().Stalled)
 		} else {
 			assert.Less(t, waited, 20*time.Millisecond, "an NVMe-like read does not wait")
 		}
