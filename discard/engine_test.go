@@ -465,3 +465,32 @@ func TestStatsJSON(t *testing.T) {
 	}
 	assert.Contains(t, m["latency_us"], "p99")
 }
+
+func TestReadJumpsTheQueue(t *testing.T) {
+	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f}}})
+	for i := range 4 {
+		e.Discard([]Range{{Off: int64(i) * 8192, Len: 4096}}, func(error) {})
+	}
+	assert.Equal(t, [2]int64{0, 4096}, <-f.entered)
+	read := make(chan struct{})
+	go func() {
+		assert.NoError(t, e.WaitRead(0, 3*8192, 512))
+		close(read)
+	}()
+	waiting := func() bool {
+		m := e.members[0]
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.readers) > 0
+	}
+	for !waiting() {
+		time.Sleep(time.Millisecond)
+	}
+	f.hold <- struct{}{}
+	assert.Equal(t, [2]int64{3 * 8192, 4096}, <-f.entered, "the TRIM a reader waits for goes next")
+	f.hold <- struct{}{}
+	<-read
+	close(f.hold)
+	e.Drain()
+}

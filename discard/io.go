@@ -1,6 +1,9 @@
 package discard
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // member returns member i, or an error naming the bad index.
 func (e *Engine) member(i int, op string) (*member, error) {
@@ -43,7 +46,8 @@ func (e *Engine) WaitWrite(i int, off, n int64) error {
 // WaitRead must be called before a read of n bytes at off from member i,
 // once for every copy of the bytes read (all mirrors, not just the one read
 // from). It waits until no queued or in-flight discard on member i touches
-// the range, and hurries the member meanwhile by lifting its I/O gate.
+// the range, and hurries the member meanwhile: the TRIMs over the range go
+// next, ahead of older ones, and the I/O gate is lifted.
 //
 // Why: a discarded range reads back as zeros or as old data depending on
 // the device and on whether the TRIM ran yet, so two mirrors can disagree
@@ -59,12 +63,14 @@ func (e *Engine) WaitRead(i int, off, n int64) error {
 	}
 	m.mu.Lock()
 	if m.q.Overlaps(off, n) {
-		m.urgent++
+		w := [2]int64{off, n}
+		m.readers = append(m.readers, w)
 		m.wake()
 		for m.q.Overlaps(off, n) {
 			m.cond.Wait()
 		}
-		m.urgent--
+		i := slices.Index(m.readers, w)
+		m.readers = slices.Delete(m.readers, i, i+1)
 	}
 	m.mu.Unlock()
 	return nil

@@ -22,9 +22,10 @@ type member struct {
 	// Guarded by mu.
 	q         *Queue[*join]
 	closed    bool
-	urgent    int       // WaitRead and Drain callers: they override the I/O gate
-	lastEnd   time.Time // when the last TRIM finished, for MinGap
-	heldSince time.Time // when the I/O gate first held back the next TRIM
+	urgent    int        // Drain callers: they override the I/O gate
+	readers   [][2]int64 // ranges WaitRead callers wait on: served first, and override the gate
+	lastEnd   time.Time  // when the last TRIM finished, for MinGap
+	heldSince time.Time  // when the I/O gate first held back the next TRIM
 	stats     counters
 
 	// kick wakes one idle worker: work was queued, I/O ended, a caller
@@ -137,7 +138,7 @@ func (m *member) next(is *Issue[*join], now time.Time) (time.Duration, bool) {
 		}
 	}
 	m.busy.Add(1)
-	if m.cfg.YieldToIO && m.urgent == 0 && m.io.Load() > 0 {
+	if m.cfg.YieldToIO && m.urgent == 0 && len(m.readers) == 0 && m.io.Load() > 0 {
 		if m.heldSince.IsZero() {
 			m.heldSince = now
 		}
@@ -147,7 +148,15 @@ func (m *member) next(is *Issue[*join], now time.Time) (time.Duration, bool) {
 		}
 	}
 	m.heldSince = time.Time{}
-	m.q.Pop(is)
+	popped := false
+	for _, r := range m.readers {
+		if popped = m.q.PopOverlapping(r[0], r[1], is); popped {
+			break
+		}
+	}
+	if !popped {
+		m.q.Pop(is)
+	}
 	m.stats.issued++
 	m.stats.issuedBytes += is.Len
 	m.publish()

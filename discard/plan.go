@@ -245,7 +245,7 @@ func addPart[T comparable](parts []Part[T], tag T, n int64) []Part[T] {
 // rest of the member is. Around it, the queued bytes that connect to it
 // without a gap are trimmed in the same command, up to the maximum length:
 // the window starts where the connected run starts unless that would leave
-// the oldest piece outside it, in which case it starts at the oldest piece.
+// the oldest piece's first byte outside it, in which case it starts there.
 func (q *Queue[T]) Pop(dst *Issue[T]) bool {
 	if len(q.pending) == 0 {
 		return false
@@ -256,11 +256,39 @@ func (q *Queue[T]) Pop(dst *Issue[T]) bool {
 			oi = i
 		}
 	}
+	q.popAround(oi, q.pending[oi].off, dst)
+	return true
+}
+
+// PopOverlapping is Pop for a reader waiting on [off, off+n): the TRIM is
+// chosen around the oldest queued piece that touches the range, so the
+// reader waits for its own bytes rather than for the whole queue. It
+// returns false when no queued piece touches the range.
+func (q *Queue[T]) PopOverlapping(off, n int64, dst *Issue[T]) bool {
+	end := off + n
+	oi := -1
+	for i, p := range q.pending {
+		if p.off >= end {
+			break
+		}
+		if p.end > off && (oi < 0 || p.seq < q.pending[oi].seq) {
+			oi = i
+		}
+	}
+	if oi < 0 {
+		return false
+	}
+	q.popAround(oi, max(off, q.pending[oi].off), dst)
+	return true
+}
+
+// popAround issues the window described at Pop around pending[oi], which
+// must include offset focus, a byte of that piece.
+func (q *Queue[T]) popAround(oi int, focus int64, dst *Issue[T]) {
 	runStart, runEnd := q.run(oi)
-	old := q.pending[oi]
 	lo := runStart
-	if old.off-lo >= q.maxLen {
-		lo = old.off
+	if focus-lo >= q.maxLen {
+		lo = focus
 	}
 	hi := runEnd
 	if hi-lo > q.maxLen {
@@ -273,7 +301,6 @@ func (q *Queue[T]) Pop(dst *Issue[T]) bool {
 	q.nextID++
 	q.inflight = append(q.inflight, flight{off: lo, end: hi, seq: oldest, id: q.nextID})
 	dst.Off, dst.Len, dst.ID, dst.Merged = lo, hi-lo, q.nextID, touched-1
-	return true
 }
 
 // run returns the extent of the gap-free union of queued bytes that contains
