@@ -311,3 +311,6 @@ func (a *Array) Superblock() Superblock {
 
 // Members returns the member slots; nil entries are missing.
 func (a *Array) Members() []*Member { return a.members }
+
+// DrainDiscards waits until every discard queued so far has reached the members.
+func (a *Array) DrainDiscards() { a.engine.Drain() }

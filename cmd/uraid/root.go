@@ -12,10 +12,16 @@ import (
 
 // Exit codes that scripts can rely on.
 const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitDegraded = 3 // status and detail: an array is degraded or failed
 )
+
+// exitCode carries a specific exit status out of a command that has already said what it had to.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // usageError marks errors in how uraid was called, so they exit with exitUsage.
 type usageError struct{ err error }
@@ -34,7 +40,8 @@ range per member and sent to the members concurrently.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
+		newStopCommand(), newListCommand(), newStatusCommand(), newDetailCommand(), newExamineCommand())
 	return root
 }
 
@@ -48,6 +55,10 @@ func runWith(args []string, stdout, stderr io.Writer) int {
 	err := root.Execute()
 	if err == nil {
 		return exitOK
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
 	}
 	fmt.Fprintf(stderr, "uraid: %v\n", err)
 	var ue usageError

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"uraid/raid"
+)
+
+type createOptions struct {
+	level  string
+	layout string
+	chunk  sizeFlag
+	size   sizeFlag
+	force  bool
+	serve  serveFlags
+}
+
+func numCPU() int { return runtime.NumCPU() }
+
+func newCreateCommand() *cobra.Command {
+	var o createOptions
+	cmd := &cobra.Command{
+		Use:   "create NAME --level linear|0|1|10 [flags] MEMBER...",
+		Short: "Create an array, start it, and print its device",
+		Long: `Create writes a superblock to every member, starts the array's daemon and prints the
+device (/dev/ublkbN) once it is usable. A MEMBER path that does not exist is created as a sparse
+file of --size bytes. Nothing is written to any member unless every check passes: members that
+carry a superblock or a filesystem (unless --force), are mounted or in use, are named twice or are
+too small are refused.`,
+		Example: `  uraid create demo --level 10 --size 1G /var/lib/uraid/demo/m{0..3}
+  uraid create fast --level 0 --chunk 256K --discard async /dev/nvme0n1 /dev/nvme1n1`,
+		Args: usageArgs(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error { return runCreate(cmd, args[0], args[1:], &o) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.level, "level", "l", "", "RAID level: linear, 0, 1 or 10 (required)")
+	fl.StringVar(&o.layout, "layout", "", "RAID10 copy layout: n2 (default), f2 or o2")
+	fl.Var(&o.chunk, "chunk", "stripe unit of levels 0 and 10, a power of two from 4K (default 512K)")
+	fl.Var(&o.size, "size", "bytes of each member to use; members that do not exist are created this size")
+	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or a filesystem")
+	o.serve.register(cmd)
+	_ = cmd.MarkFlagRequired("level")
+	return cmd
+}
+
+func runCreate(cmd *cobra.Command, name string, members []string, o *createOptions) error {
+	level, err := raid.ParseLevel(o.level)
+	if err != nil {
+		return usageError{err}
+	}
+	var layout raid.Layout
+	if o.layout != "" {
+		if layout, err = raid.ParseLayout(o.layout); err != nil {
+			return usageError{err}
+		}
+	}
+	if err := o.serve.check(); err != nil {
+		return err
+	}
+	ms, sbs, err := raid.Create(raid.CreateOptions{
+		Name: name, Level: level, Layout: layout, Chunk: int64(o.chunk), Size: int64(o.size),
+		Members: members, Force: o.force,
+	})
+	if err != nil {
+		return err
+	}
+	if o.serve.foreground {
+		a, err := raid.NewArray(ms, sbs, o.serve.options(false))
+		if err != nil {
+			for _, m := range ms {
+				m.Close()
+			}
+			return err
+		}
+		return serveHere(cmd, a, &o.serve, nil)
+	}
+	// The daemon assembles the members itself; ours must let go of them first.
+	for _, m := range ms {
+		m.Close()
+	}
+	return serveDetached(cmd, name, members, &o.serve, false)
+}

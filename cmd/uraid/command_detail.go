@@ -1,0 +1,77 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"uraid/raid"
+)
+
+func newDetailCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "detail NAME",
+		Short: "Show one array in full, with per-member I/O and discard statistics; exit 3 if degraded or failed",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := arrayStatus(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(st); err != nil {
+					return err
+				}
+			} else {
+				writeDetail(out, st)
+			}
+			if unhealthy(st) {
+				return exitCode(exitDegraded)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+func writeDetail(out io.Writer, st raid.Status) {
+	row := func(k, v string) { fmt.Fprintf(out, "%15s : %s\n", k, v) }
+	row("Name", st.Name)
+	row("UUID", st.UUID)
+	row("Device", st.Device)
+	row("Raid Level", levelName(st.Level))
+	if st.Layout != "" {
+		row("Layout", st.Layout)
+	}
+	if st.ChunkBytes > 0 {
+		row("Chunk Size", formatSize(st.ChunkBytes))
+	}
+	row("Array Size", fmt.Sprintf("%s (%d bytes)", formatSize(st.SizeBytes), st.SizeBytes))
+	row("Raid Devices", fmt.Sprint(len(st.Members)))
+	row("Active Devices", fmt.Sprint(active(st)))
+	row("State", st.State)
+	row("Events", fmt.Sprint(st.Events))
+	row("Creation Time", time.Unix(0, st.CreateTime).UTC().Format(time.RFC3339))
+	row("Discard Mode", st.DiscardMode)
+	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,
+		formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
+	fmt.Fprintln(out)
+	t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(t, "Number\tState\tReads\tWrites\tErrors\tTRIMs\tTRIM bytes\tMerged\tQueued\tIn flight\tp50 us\tp99 us\tmax us\tPath")
+	for _, m := range st.Members {
+		d := m.Discard
+		fmt.Fprintf(t, "%d\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", m.Index, m.State, m.IO.Reads, m.IO.Writes,
+			m.IO.Errors+d.Errors, d.Issued, formatSize(d.IssuedBytes), d.Merged, d.Queued, d.InFlight,
+			d.Latency.P50, d.Latency.P99, d.Latency.Max, m.Path)
+	}
+	t.Flush()
+}

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestParseSize(t *testing.T) {
+	good := map[string]int64{"4096": 4096, "512K": 512 << 10, "512k": 512 << 10, "64M": 64 << 20, "1G": 1 << 30,
+		"1GiB": 1 << 30, "2T": 2 << 40, "8KB": 8 << 10, "0": 0}
+	for in, want := range good {
+		got, err := parseSize(in)
+		assert.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "K", "1.5G", "-1", "12X", "99999999999T"} {
+		_, err := parseSize(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestFormatSize(t *testing.T) {
+	for in, want := range map[int64]string{512 << 10: "512K", 1 << 30: "1G", 3 << 29: "1536M", 1000: "1000", 1<<30 + 1: "1.0G"} {
+		assert.Equal(t, want, formatSize(in), in)
+	}
+}

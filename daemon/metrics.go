@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"uraid/raid"
+)
+
+// collector turns an array's status into Prometheus metrics at scrape time, so the counters the
+// data path keeps are the only bookkeeping.
+type collector struct {
+	status func() raid.Status
+}
+
+func newCollector(status func() raid.Status) *collector { return &collector{status: status} }
+
+var (
+	labelsArray  = []string{"array"}
+	labelsMember = []string{"array", "member", "path"}
+
+	descUp         = prometheus.NewDesc("uraid_array_state", "Array state: 1 for the current one of clean, active, degraded, failed.", []string{"array", "state"}, nil)
+	descSize       = prometheus.NewDesc("uraid_array_size_bytes", "Array size.", labelsArray, nil)
+	descDiscReq    = prometheus.NewDesc("uraid_array_discard_requests_total", "Discard requests received.", labelsArray, nil)
+	descDiscBytes  = prometheus.NewDesc("uraid_array_discard_bytes_total", "Bytes discarded by requests received.", labelsArray, nil)
+	descDiscRanges = prometheus.NewDesc("uraid_array_discard_member_ranges_total", "Member ranges the discards were split into.", labelsArray, nil)
+
+	descMemberUp     = prometheus.NewDesc("uraid_member_active", "1 if the member serves I/O.", labelsMember, nil)
+	descReads        = prometheus.NewDesc("uraid_member_reads_total", "Reads completed.", labelsMember, nil)
+	descWrites       = prometheus.NewDesc("uraid_member_writes_total", "Writes completed.", labelsMember, nil)
+	descReadBytes    = prometheus.NewDesc("uraid_member_read_bytes_total", "Bytes read.", labelsMember, nil)
+	descWriteBytes   = prometheus.NewDesc("uraid_member_write_bytes_total", "Bytes written.", labelsMember, nil)
+	descIOErrors     = prometheus.NewDesc("uraid_member_io_errors_total", "Failed reads and writes.", labelsMember, nil)
+	descTrimQueued   = prometheus.NewDesc("uraid_member_discard_queued", "Discard pieces waiting.", labelsMember, nil)
+	descTrimInflight = prometheus.NewDesc("uraid_member_discard_inflight", "TRIMs running.", labelsMember, nil)
+	descTrimIssued   = prometheus.NewDesc("uraid_member_discard_issued_total", "TRIMs sent to the member.", labelsMember, nil)
+	descTrimBytes    = prometheus.NewDesc("uraid_member_discard_issued_bytes_total", "Bytes in TRIMs sent to the member.", labelsMember, nil)
+	descTrimMerged   = prometheus.NewDesc("uraid_member_discard_merged_total", "Discard pieces merged into another TRIM.", labelsMember, nil)
+	descTrimCancel   = prometheus.NewDesc("uraid_member_discard_cancelled_bytes_total", "Queued discard bytes dropped because a write overwrote them.", labelsMember, nil)
+	descTrimErrors   = prometheus.NewDesc("uraid_member_discard_errors_total", "Failed TRIMs.", labelsMember, nil)
+	descTrimLatency  = prometheus.NewDesc("uraid_member_discard_latency_seconds", "TRIM latency quantiles.", []string{"array", "member", "path", "quantile"}, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUp, descSize, descDiscReq, descDiscBytes, descDiscRanges,
+		descMemberUp, descReads, descWrites, descReadBytes, descWriteBytes, descIOErrors, descTrimQueued,
+		descTrimInflight, descTrimIssued, descTrimBytes, descTrimMerged, descTrimCancel, descTrimErrors, descTrimLatency} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.status()
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	for _, s := range []string{raid.StateNameClean, raid.StateNameActive, raid.StateNameDegraded, raid.StateNameFailed} {
+		v := 0.0
+		if st.State == s {
+			v = 1
+		}
+		gauge(descUp, v, st.Name, s)
+	}
+	gauge(descSize, float64(st.SizeBytes), st.Name)
+	counter(descDiscReq, float64(st.Discard.Requests), st.Name)
+	counter(descDiscBytes, float64(st.Discard.Bytes), st.Name)
+	counter(descDiscRanges, float64(st.Discard.MemberRanges), st.Name)
+	for _, m := range st.Members {
+		l := []string{st.Name, strconv.Itoa(m.Index), m.Path}
+		up := 0.0
+		if m.State == "active" {
+			up = 1
+		}
+		gauge(descMemberUp, up, l...)
+		counter(descReads, float64(m.IO.Reads), l...)
+		counter(descWrites, float64(m.IO.Writes), l...)
+		counter(descReadBytes, float64(m.IO.ReadBytes), l...)
+		counter(descWriteBytes, float64(m.IO.WriteBytes), l...)
+		counter(descIOErrors, float64(m.IO.Errors), l...)
+		d := m.Discard
+		gauge(descTrimQueued, float64(d.Queued), l...)
+		gauge(descTrimInflight, float64(d.InFlight), l...)
+		counter(descTrimIssued, float64(d.Issued), l...)
+		counter(descTrimBytes, float64(d.IssuedBytes), l...)
+		counter(descTrimMerged, float64(d.Merged), l...)
+		counter(descTrimCancel, float64(d.CancelledBytes), l...)
+		counter(descTrimErrors, float64(d.Errors), l...)
+		for q, v := range map[string]int64{"0.5": d.Latency.P50, "0.99": d.Latency.P99, "1": d.Latency.Max} {
+			gauge(descTrimLatency, float64(v)/1e6, append(l, q)...)
+		}
+	}
+}
