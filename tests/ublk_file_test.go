@@ -154,7 +154,6 @@ func TestE2EUblkDiscardPunchesHole(t *testing.T) {
 	}
 	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
 	require.NoError(t, err)
-	defer dev.Close()
 	buf := alignedBuf(len(data))
 	copy(buf, data)
 	_, err = dev.WriteAt(buf, 0)
@@ -183,6 +182,7 @@ func TestE2EUblkDiscardPunchesHole(t *testing.T) {
 	st := srv.Stats()
 	assert.NotZero(t, st.Discards)
 	assert.Equal(t, uint64(4<<20), st.DiscardedBytes)
+	require.NoError(t, dev.Close())
 	srv.Stop()
 }
 
@@ -296,7 +296,6 @@ func TestE2EUblkStopUnderLoad(t *testing.T) {
 	srv = startUblkServer(t, backing)
 	dev, err = os.OpenFile(srv.Path, os.O_RDONLY|unix.O_DIRECT, 0)
 	require.NoError(t, err)
-	defer dev.Close()
 	got, want := alignedBuf(bs), alignedBuf(bs)
 	checked := 0
 	for b := range blocks {
@@ -321,6 +320,7 @@ func TestE2EUblkStopUnderLoad(t *testing.T) {
 			b, acked[b], inflight[b], binary.LittleEndian.Uint64(got), binary.LittleEndian.Uint64(got[8:]))
 	}
 	t.Logf("%d blocks verified", checked)
+	require.NoError(t, dev.Close())
 	srv.Stop()
 }
 

@@ -115,6 +115,7 @@ var cmdNames = map[uint32]string{
 	uapi.UBLK_U_CMD_GET_DEV_INFO:        "GET_DEV_INFO",
 	uapi.UBLK_U_CMD_ADD_DEV:             "ADD_DEV",
 	uapi.UBLK_U_CMD_DEL_DEV:             "DEL_DEV",
+	uapi.UBLK_U_CMD_DEL_DEV_ASYNC:       "DEL_DEV_ASYNC",
 	uapi.UBLK_U_CMD_START_DEV:           "START_DEV",
 	uapi.UBLK_U_CMD_STOP_DEV:            "STOP_DEV",
 	uapi.UBLK_U_CMD_SET_PARAMS:          "SET_PARAMS",
@@ -191,8 +192,18 @@ func (c *control) stopDev(id uint32) error {
 	return c.do(uapi.UBLK_U_CMD_STOP_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
 }
 
+// delDev deletes the device. The synchronous DEL_DEV waits until every
+// descriptor of /dev/ublkbN is closed, which would hang a server whose
+// device someone still has open (mounted, or a process that ignored the
+// removal); DEL_DEV_ASYNC removes /dev/ublkcN at once and lets the kernel
+// free the id when the last user goes. The synchronous form is the fallback
+// for drivers without the asynchronous one.
 func (c *control) delDev(id uint32) error {
-	return c.do(uapi.UBLK_U_CMD_DEL_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+	err := c.do(uapi.UBLK_U_CMD_DEL_DEV_ASYNC, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+		err = c.do(uapi.UBLK_U_CMD_DEL_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+	}
+	return err
 }
 
 func (c *control) getDevInfo(id uint32) (uapi.CtrlDevInfo, error) {

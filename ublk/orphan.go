@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -129,19 +130,27 @@ func RemoveOrphans() ([]uint32, error) {
 }
 
 // listDevices returns the ids of every ublk device the kernel has, from the
-// character devices it registers.
+// character devices it registers (class "ublk-char" in sysfs, and their
+// nodes in /dev in case sysfs is not mounted).
 func listDevices() ([]uint32, error) {
-	names, err := filepath.Glob("/sys/class/ublk-char-dev/ublkc*")
-	if err != nil {
-		return nil, err
+	var names []string
+	for _, pattern := range []string{"/sys/class/ublk-char/ublkc*", "/dev/ublkc*"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, m...)
 	}
+	seen := map[uint32]bool{}
 	var ids []uint32
 	for _, n := range names {
 		v, err := strconv.ParseUint(strings.TrimPrefix(filepath.Base(n), "ublkc"), 10, 32)
-		if err == nil {
+		if err == nil && !seen[uint32(v)] {
+			seen[uint32(v)] = true
 			ids = append(ids, uint32(v))
 		}
 	}
+	slices.Sort(ids)
 	return ids, nil
 }
 

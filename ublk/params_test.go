@@ -30,7 +30,7 @@ func TestParamsValidate(t *testing.T) {
 		{"chunk not power of two", func(p *Params) { p.ChunkSize = 48 << 10 }, false},
 		{"chunk below logical", func(p *Params) { p.LogicalBlockSize, p.ChunkSize = 4096, 2048 }, false},
 		{"discard granularity off blocks", func(p *Params) { p.LogicalBlockSize, p.DiscardGranularity = 4096, 6144 }, false},
-		{"discard max without granularity", func(p *Params) { p.DiscardGranularity, p.MaxDiscardSize = 0, 1 << 20 }, false},
+		{"discard max without granularity", func(p *Params) { p.DiscardGranularity, p.MaxDiscardSize = 0, 1<<20 }, false},
 		{"discard alignment beyond granularity", func(p *Params) { p.DiscardAlignment = 4096 }, false},
 		{"discard max below granularity", func(p *Params) { p.MaxDiscardSize = 512 }, false},
 		{"fua without cache", func(p *Params) { p.FUA = true }, false},

@@ -58,11 +58,11 @@ type Target struct {
 
 // Sub values tag the ring I/O of a request with the step it belongs to.
 const (
-	subIO         uint32 = iota // the whole request in one operation
-	subDiscard                  // BLOCK_URING_CMD_DISCARD, may fall back
-	subZeroRange                // FALLOC_FL_ZERO_RANGE, may fall back
-	subZeroPunch                // first half of the punch+allocate fallback
-	subZeroAlloc                // its second half
+	subIO        uint32 = iota // the whole request in one operation
+	subDiscard                 // BLOCK_URING_CMD_DISCARD, may fall back
+	subZeroRange               // FALLOC_FL_ZERO_RANGE, may fall back
+	subZeroPunch               // first half of the punch+allocate fallback
+	subZeroAlloc               // its second half
 )
 
 // maxRequests bounds the requests in flight across all queues, which sizes
