@@ -87,7 +87,10 @@ func New(g Geometry) (*Map, error) {
 		}
 		return m, nil
 	}
-	return m, m.initStriped(g)
+	if err := m.initStriped(g); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func (m *Map) checkMembers(g Geometry) error {

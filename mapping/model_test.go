@@ -126,29 +126,29 @@ func newModel(g Geometry) model {
 	return md
 }
 
-// copies returns where logical byte offset l lives, in copy order.
-func (md *model) copies(l int64) []loc {
+// copies returns where logical byte offset l lives, in copy order, using buf
+// for storage.
+func (md *model) copies(l int64, buf *[MaxCopies]loc) []loc {
 	switch md.g.Level {
 	case Linear:
 		for i := md.n - 1; i >= 0; i-- {
 			if l >= md.linStart[i] {
-				return []loc{{i, l - md.linStart[i]}}
+				buf[0] = loc{i, l - md.linStart[i]}
+				return buf[:1]
 			}
 		}
 		panic("model: negative offset")
 	case RAID1:
-		out := make([]loc, md.n)
-		for i := range out {
-			out[i] = loc{i, l}
+		for i := range md.n {
+			buf[i] = loc{i, l}
 		}
-		return out
+		return buf[:md.n]
 	}
 	c := md.copiesOf[l/md.chunk]
-	out := make([]loc, len(c))
 	for k, p := range c {
-		out[k] = loc{p.member, p.off + l%md.chunk}
+		buf[k] = loc{p.member, p.off + l%md.chunk}
 	}
-	return out
+	return buf[:len(c)]
 }
 
 // logical returns the array offset that member byte off of member i holds,
@@ -179,8 +179,9 @@ func (md *model) backing(off, length int64) [][]bool {
 	for i := range out {
 		out[i] = make([]bool, md.g.MemberBytes[i]/sector)
 	}
+	var buf [MaxCopies]loc
 	for l := off; l < off+length; l += sector {
-		for _, p := range md.copies(l) {
+		for _, p := range md.copies(l, &buf) {
 			out[p.member][p.off/sector] = true
 		}
 	}
