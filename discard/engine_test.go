@@ -494,3 +494,43 @@ func TestReadJumpsTheQueue(t *testing.T) {
 	close(f.hold)
 	e.Drain()
 }
+
+func TestSteer(t *testing.T) {
+	held := func() *fakeIssuer { return &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)} }
+	f0, f1, f2 := held(), held(), held()
+	e := newEngine(t, Config{Mode: Async, Members: []Member{
+		{Issuer: f0, YieldToIO: true},                      // TRIM in flight, stalls reads
+		{Issuer: f1, YieldToIO: true, MaxDefer: time.Hour}, // TRIM queued, held back by I/O
+		{Issuer: f2},                                     // TRIM in flight, does not stall reads
+		{Issuer: &fakeIssuer{}}, {Issuer: &fakeIssuer{}}, // idle
+	}})
+	e.StartIO(1)
+	for _, m := range []int{0, 1, 2} {
+		e.Discard([]Range{{Member: m, Off: 0, Len: 4096}}, func(error) {})
+	}
+	<-f0.entered
+	<-f2.entered
+	tests := []struct {
+		copies []int
+		first  int
+		want   int
+	}{
+		{[]int{0, 1}, 0, 1},
+		{[]int{0, 1, 2}, 0, 2},
+		{[]int{0, 1, 2, 3}, 0, 3},
+		{[]int{3, 4}, 0, 3},
+		{[]int{3, 4}, 1, 4},
+		{[]int{0}, 0, 0},
+		{nil, 0, -1},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, e.Steer(tt.copies, tt.first), "Steer(%v, %d)", tt.copies, tt.first)
+	}
+	copies := []int{0, 1, 2, 3}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { e.Steer(copies, 1) }))
+	e.EndIO(1)
+	close(f0.hold)
+	close(f1.hold)
+	close(f2.hold)
+	e.Drain()
+}

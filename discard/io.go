@@ -125,10 +125,10 @@ func (e *Engine) Pending(i int) bool {
 // preference: a copy with no TRIM pending; one whose TRIMs do not stall I/O
 // (no YieldToIO); one with TRIMs queued but none in flight; any. The choice
 // is a hint that can be stale by the time the read starts: StartIO closes
-// the race, reporting busy if a TRIM got in first.
+// the race, reporting busy if a TRIM got in first. No copies gives -1.
 func (e *Engine) Steer(copies []int, first int) int {
 	if len(copies) == 0 {
-		return 0
+		return -1
 	}
 	best, bestScore := 0, 4
 	for k := range copies {
