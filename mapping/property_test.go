@@ -105,40 +105,46 @@ func genGranularity(t *rapid.T, n int) []Granularity {
 // geometry and requests: size, write, read and discard plans.
 func TestPropertyLayout(t *testing.T) {
 	for _, lc := range layoutCases {
-		t.Run(lc.name, rapid.MakeCheck(func(t *rapid.T) {
-			g := genGeometry(t, lc)
-			m, md := mustNew(t, g), newModel(g)
-			checkGeometry(t, m, &md)
-			off, length := genRequest(t, m.Size())
-			checkWrite(t, m, &md, off, length)
-			checkRead(t, m, &md, off, length)
-
-			// Sector granularity: exactly the maximal runs of backing
-			// sectors, whether said with nil or with 512-byte units.
-			back := md.backing(off, length)
-			sectorGran := make([]Granularity, m.Members())
-			for i := range sectorGran {
-				sectorGran[i].Bytes = sector
-			}
-			got, err := m.Discard(off, length, sectorGran, nil)
-			if err != nil {
-				t.Fatalf("Discard(%d, %d): %v", off, length, err)
-			}
-			checkDiscard(t, m, &md, got, back, sectorGran)
-			checkRangesPerMember(t, lc, got)
-			if nilGran, err := m.Discard(off, length, nil, nil); err != nil || !slices.Equal(nilGran, got) {
-				t.Fatalf("Discard with nil granularity gave %+v, %v; want %+v", nilGran, err, got)
-			}
-
-			// Random granularity: the runs rounded inward, never more.
-			gran := genGranularity(t, m.Members())
-			got, err = m.Discard(off, length, gran, nil)
-			if err != nil {
-				t.Fatalf("Discard(%d, %d, %+v): %v", off, length, gran, err)
-			}
-			checkDiscard(t, m, &md, got, back, gran)
-		}))
+		t.Run(lc.name, func(t *testing.T) {
+			t.Parallel()
+			rapid.Check(t, func(t *rapid.T) { checkLayout(t, lc) })
+		})
 	}
+}
+
+// checkLayout is one random case of TestPropertyLayout.
+func checkLayout(t *rapid.T, lc layoutCase) {
+	g := genGeometry(t, lc)
+	m, md := mustNew(t, g), newModel(g)
+	checkGeometry(t, m, &md)
+	off, length := genRequest(t, m.Size())
+	checkWrite(t, m, &md, off, length)
+	checkRead(t, m, &md, off, length)
+
+	// Sector granularity: exactly the maximal runs of backing sectors,
+	// whether said with nil or with 512-byte units.
+	back := md.backing(off, length)
+	sectorGran := make([]Granularity, m.Members())
+	for i := range sectorGran {
+		sectorGran[i].Bytes = sector
+	}
+	got, err := m.Discard(off, length, sectorGran, nil)
+	if err != nil {
+		t.Fatalf("Discard(%d, %d): %v", off, length, err)
+	}
+	checkDiscard(t, m, &md, got, back, sectorGran)
+	checkRangesPerMember(t, lc, got)
+	if nilGran, err := m.Discard(off, length, nil, nil); err != nil || !slices.Equal(nilGran, got) {
+		t.Fatalf("Discard with nil granularity gave %+v, %v; want %+v", nilGran, err, got)
+	}
+
+	// Random granularity: the runs rounded inward, never more.
+	gran := genGranularity(t, m.Members())
+	got, err = m.Discard(off, length, gran, nil)
+	if err != nil {
+		t.Fatalf("Discard(%d, %d, %+v): %v", off, length, gran, err)
+	}
+	checkDiscard(t, m, &md, got, back, gran)
 }
 
 func checkGeometry(t *rapid.T, m *Map, md *model) {
