@@ -45,8 +45,9 @@ func (e *Engine) Mode() Mode { return e.mode }
 // Discard queues ranges, the per-member pieces of one array discard, on
 // every member they name at once, and calls done exactly once: in Sync mode
 // when every piece is trimmed (with the first error), in Async mode as soon
-// as every piece is queued. done may run before Discard returns, and runs on
-// an engine goroutine otherwise; it must not block for long.
+// as every piece is queued. done may run before Discard returns; otherwise
+// it runs on a worker, or on the goroutine of the WaitWrite or Close that
+// settled the last bytes. It must not block for long.
 //
 // When a member's queue is full Discard blocks until it has room: that
 // backpressure is what bounds memory and tells the kernel to slow down.

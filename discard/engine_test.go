@@ -169,19 +169,30 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 
 func TestInFlightLimit(t *testing.T) {
 	for _, limit := range []int{1, 3} {
-		f := &fakeIssuer{}
-		f.hold = make(chan struct{})
+		f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
 		e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, InFlight: limit}}})
 		for i := range 10 {
 			e.Discard([]Range{{Off: int64(i) * 8192, Len: 4096}}, func(error) {})
 		}
-		time.Sleep(20 * time.Millisecond)
+		for range limit {
+			<-f.entered
+		}
+		select {
+		case r := <-f.entered:
+			t.Fatalf("TRIM %v started beyond the limit of %d", r, limit)
+		case <-time.After(20 * time.Millisecond):
+		}
 		assert.Equal(t, limit, e.Stats()[0].InFlight)
 		close(f.hold)
+		go func() {
+			for range f.entered {
+			}
+		}()
 		e.Drain()
 		assert.Equal(t, limit, f.max, "TRIMs in flight at once")
 		assert.Len(t, f.Calls(), 10)
 		require.NoError(t, e.Close())
+		close(f.entered)
 	}
 }
 
@@ -195,9 +206,7 @@ func TestBackpressure(t *testing.T) {
 	res := make(result, 1)
 	go e.Discard([]Range{{Off: 100 * 8192, Len: 4096}}, res.done)
 	res.pending(t)
-	// A touching async piece merges into a queued one and would fit, but
-	// the bound counts pieces before merging: it blocks as well.
-	f.hold <- struct{}{} // one TRIM done frees one slot
+	f.hold <- struct{}{} // one TRIM done, the next issued: one slot frees
 	require.NoError(t, res.wait(t))
 	close(f.hold)
 	e.Drain()
@@ -320,7 +329,7 @@ func TestBusySteersReads(t *testing.T) {
 }
 
 func TestMinGapPacesAndCoalesces(t *testing.T) {
-	const gap = 30 * time.Millisecond
+	const gap = 200 * time.Millisecond
 	f := &fakeIssuer{}
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, MinGap: gap}}})
 	e.Discard([]Range{{Off: 0, Len: 4096}}, func(error) {})
