@@ -55,7 +55,8 @@ type Member struct {
 	// InFlight is how many TRIMs the member runs at once (0: 1).
 	InFlight int
 	// MaxLen is the longest single TRIM in bytes, the device's
-	// max_discard_bytes (0: no limit). Longer runs are cut.
+	// max_discard_bytes (0: no limit). Longer runs are cut, so it should
+	// be a multiple of the member's discard granularity.
 	MaxLen int64
 	// MaxQueued is how many queued pieces make Discard block until the
 	// member catches up (0: DefaultMaxQueued). Touching async pieces merge

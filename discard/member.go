@@ -130,6 +130,7 @@ func (m *member) work(e *Engine) {
 // woken). mu held.
 func (m *member) next(is *Issue[*join], now time.Time) (time.Duration, bool) {
 	if m.closed || m.q.Len() == 0 {
+		m.heldSince = time.Time{} // writes may have cancelled what was held
 		return 0, false
 	}
 	if m.cfg.MinGap > 0 && !m.lastEnd.IsZero() {
