@@ -11,9 +11,9 @@ import (
 //
 // The ranges are the minimal set: all member bytes backing the request (every
 // copy), merged so that no two ranges of one member touch. On raid0 and near
-// raid10 each member gets one range however many stripes the request spans; a
-// far or offset raid10 member can get up to three, because a copy row of
-// another chunk can separate the head or the tail from the rest.
+// raid10 each member gets one range however many stripes the request spans;
+// on f2 up to two, one per half; on o2 up to three, because the copy row of a
+// chunk outside the request can cut the head and the tail off the middle.
 //
 // Each range is then rounded inward to its member's granularity: the start up
 // and the end down to the next unit boundary, and dropped when nothing is
@@ -23,7 +23,8 @@ import (
 // member discards single sectors.
 //
 // Planning costs O(members log members) whatever the length: only the partial
-// stripes at either end are mapped chunk by chunk.
+// stripes at either end are mapped chunk by chunk, and the whole stripes
+// between them become one range of rows per member.
 func (m *Map) Discard(off, length int64, gran []Granularity, dst []Extent) ([]Extent, error) {
 	if err := m.check("discard", off, length); err != nil {
 		return dst, err
