@@ -60,7 +60,8 @@ func (m *Map) chunkAt(i int, row int64) int64 {
 			c = (row/2)*n + d
 		}
 	}
-	if row < 0 || c < 0 || c >= m.chunks || (m.layout == Far2 && m.level == RAID10 && row >= 2*m.stride) {
+	// Rows past the layout's last one map to chunks past the last chunk.
+	if row < 0 || c >= m.chunks {
 		return -1
 	}
 	return c
