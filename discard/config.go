@@ -55,9 +55,14 @@ type Member struct {
 	// InFlight is how many TRIMs the member runs at once (0: 1).
 	InFlight int
 	// MaxLen is the longest single TRIM in bytes, the device's
-	// max_discard_bytes (0: no limit). Longer runs are cut, so it should
-	// be a multiple of the member's discard granularity.
+	// max_discard_bytes (0: no limit), rounded down to whole granules.
+	// Longer runs are cut.
 	MaxLen int64
+	// Granularity is the member's discard granularity in bytes (0: 1).
+	// The ranges given to Discard should keep to it (mapping rounds them
+	// inward); the engine then keeps every TRIM to it, including what is
+	// left of a piece after a write cut it.
+	Granularity int64
 	// MaxQueued is how many queued pieces make Discard block until the
 	// member catches up (0: DefaultMaxQueued). Touching async pieces merge
 	// and count once.
@@ -95,7 +100,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("%w: no members", ErrConfig)
 	}
 	for i, m := range c.Members {
-		if m.InFlight < 0 || m.MaxLen < 0 || m.MaxQueued < 0 || m.MinGap < 0 || m.MaxDefer < 0 {
+		if m.InFlight < 0 || m.MaxLen < 0 || m.Granularity < 0 || m.MaxQueued < 0 || m.MinGap < 0 || m.MaxDefer < 0 {
 			return fmt.Errorf("%w: member %d: negative limit in %+v", ErrConfig, i, m)
 		}
 	}

@@ -53,7 +53,7 @@ func newMember(idx int, cfg Member) *member {
 		idx:    idx,
 		cfg:    cfg,
 		issuer: cfg.Issuer,
-		q:      NewQueue[*join](cfg.MaxLen),
+		q:      NewQueue[*join](cfg.MaxLen, cfg.Granularity),
 		kick:   make(chan struct{}, 1),
 	}
 	m.cond.L = &m.mu

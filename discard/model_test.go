@@ -291,12 +291,13 @@ func TestEngineModel(t *testing.T) {
 			r.devs = append(r.devs, dev)
 			r.requested = append(r.requested, make([]bool, memberUnits))
 			members = append(members, Member{
-				Issuer:    yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")},
-				InFlight:  rapid.IntRange(1, 3).Draw(t, "inflight"),
-				MaxLen:    int64(rapid.IntRange(0, 3).Draw(t, "maxlen")) * unit,
-				MaxQueued: rapid.IntRange(1, 4).Draw(t, "maxqueued"),
-				YieldToIO: rapid.Bool().Draw(t, "yield"),
-				MaxDefer:  time.Millisecond,
+				Issuer:      yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")},
+				InFlight:    rapid.IntRange(1, 3).Draw(t, "inflight"),
+				MaxLen:      int64(rapid.IntRange(0, 3).Draw(t, "maxlen")) * unit,
+				Granularity: unit,
+				MaxQueued:   rapid.IntRange(1, 4).Draw(t, "maxqueued"),
+				YieldToIO:   rapid.Bool().Draw(t, "yield"),
+				MaxDefer:    time.Millisecond,
 			})
 		}
 		e, err := New(Config{Mode: mode, Members: members})

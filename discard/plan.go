@@ -25,7 +25,8 @@ import (
 // A Queue is not safe for concurrent use; the engine guards it with its
 // member lock.
 type Queue[T comparable] struct {
-	maxLen int64 // longest single TRIM; longer runs are cut
+	maxLen int64 // longest single TRIM, a multiple of gran; longer runs are cut
+	gran   int64 // discard granularity: TRIMs start and end on multiples of it
 
 	pending  []piece[T] // sorted by off; tagged pieces may overlap anything
 	spill    []piece[T] // scratch for carve, kept to avoid allocating
@@ -71,12 +72,16 @@ type Issue[T comparable] struct {
 }
 
 // NewQueue returns an empty queue whose TRIMs are at most maxLen bytes long
-// (maxLen <= 0 means no limit).
-func NewQueue[T comparable](maxLen int64) *Queue[T] {
+// (maxLen <= 0 means no limit) and keep to a discard granularity of gran
+// bytes (gran <= 0 means 1), provided the pushed pieces do: maxLen is
+// rounded down to whole granules, at least one.
+func NewQueue[T comparable](maxLen, gran int64) *Queue[T] {
+	gran = max(gran, 1)
 	if maxLen <= 0 {
 		maxLen = maxOffset
 	}
-	return &Queue[T]{maxLen: maxLen}
+	maxLen = max(maxLen-maxLen%gran, gran)
+	return &Queue[T]{maxLen: maxLen, gran: gran}
 }
 
 // Len is the number of queued, not issued, pieces: the unit the engine's
@@ -150,7 +155,9 @@ func (q *Queue[T]) insert(p piece[T]) {
 }
 
 // Cancel removes [off, off+n) from every queued piece, because a write is
-// about to land there and a TRIM issued after it would destroy it. It
+// about to land there and a TRIM issued after it would destroy it. The
+// range is widened to whole granules first: the partial granules a write
+// would leave at the edges of a piece could not be trimmed anyway. It
 // appends the tagged bytes this settles to parts and returns the number of
 // distinct queued bytes removed. In-flight TRIMs are not touched: the write
 // must wait for them (see OverlapsInFlight).
@@ -158,7 +165,11 @@ func (q *Queue[T]) Cancel(off, n int64, parts []Part[T]) ([]Part[T], int64) {
 	if n <= 0 {
 		return parts, 0
 	}
-	parts, bytes, _, _ := q.carve(off, off+n, parts)
+	lo, hi := off-off%q.gran, off+n
+	if r := hi % q.gran; r != 0 && hi <= maxOffset-(q.gran-r) {
+		hi += q.gran - r
+	}
+	parts, bytes, _, _ := q.carve(lo, hi, parts)
 	q.cancelled += bytes
 	return parts, bytes
 }
@@ -283,12 +294,14 @@ func (q *Queue[T]) PopOverlapping(off, n int64, dst *Issue[T]) bool {
 }
 
 // popAround issues the window described at Pop around pending[oi], which
-// must include offset focus, a byte of that piece.
+// must include offset focus, a byte of that piece. The window starts on a
+// granule boundary when the run does, and maxLen is whole granules, so the
+// TRIM keeps to the granularity.
 func (q *Queue[T]) popAround(oi int, focus int64, dst *Issue[T]) {
 	runStart, runEnd := q.run(oi)
 	lo := runStart
 	if focus-lo >= q.maxLen {
-		lo = focus
+		lo = max(focus-focus%q.gran, runStart)
 	}
 	hi := runEnd
 	if hi-lo > q.maxLen {

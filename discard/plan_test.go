@@ -36,6 +36,7 @@ type modelFlight struct {
 type planModel struct {
 	q        *Queue[int]
 	maxLen   int64
+	gran     int64
 	pushes   []modelPush
 	flights  []modelFlight
 	seq      uint64
@@ -95,6 +96,8 @@ func (m *planModel) checkInvariants(t *rapid.T) {
 	var union uint64
 	perTag := map[int]int64{}
 	for _, p := range m.q.pending {
+		require.Zero(t, p.off%m.gran, "queued piece off the granularity")
+		require.Zero(t, p.end%m.gran, "queued piece off the granularity")
 		union |= span(p.off, p.end-p.off)
 		if p.tag != 0 {
 			perTag[p.tag] += p.end - p.off
@@ -113,8 +116,9 @@ func (m *planModel) checkInvariants(t *rapid.T) {
 
 func TestQueueModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
+		gran := rapid.SampledFrom([]int64{1, 1, 2, 4, 8}).Draw(t, "gran")
 		maxLen := rapid.Int64Range(1, 70).Draw(t, "maxLen")
-		m := &planModel{q: NewQueue[int](maxLen), maxLen: maxLen, tagged: true,
+		m := &planModel{q: NewQueue[int](maxLen, gran), maxLen: max(maxLen-maxLen%gran, gran), gran: gran, tagged: true,
 			settled: map[int]int64{}, expected: map[int]int64{}}
 		var issue Issue[int]
 		rng := func(t *rapid.T) (int64, int64) {
@@ -122,9 +126,15 @@ func TestQueueModel(t *testing.T) {
 			n := rapid.Int64Range(1, 64-off).Draw(t, "n")
 			return off, n
 		}
+		// Pieces keep to the granularity, as mapping makes them.
+		aligned := func(t *rapid.T) (int64, int64) {
+			off := rapid.Int64Range(0, 64/gran-1).Draw(t, "granule") * gran
+			n := rapid.Int64Range(1, (64-off)/gran).Draw(t, "granules") * gran
+			return off, n
+		}
 		t.Repeat(map[string]func(*rapid.T){
 			"push": func(t *rapid.T) {
-				off, n := rng(t)
+				off, n := aligned(t)
 				tag := rapid.IntRange(0, 4).Draw(t, "tag")
 				m.q.Push(off, n, tag)
 				m.seq++
@@ -165,6 +175,8 @@ func TestQueueModel(t *testing.T) {
 				require.LessOrEqual(t, issue.Len, m.maxLen, "TRIM longer than the limit")
 				require.GreaterOrEqual(t, issue.Off, int64(0))
 				require.LessOrEqual(t, issue.Off+issue.Len, int64(64))
+				require.Zero(t, issue.Off%m.gran, "TRIM start off the granularity")
+				require.Zero(t, issue.Len%m.gran, "TRIM length off the granularity")
 				w := span(issue.Off, issue.Len)
 				require.Equal(t, w, w&pending, "TRIM [%d,+%d) covers bytes nobody asked to discard", issue.Off, issue.Len)
 				if want != 0 {
@@ -188,7 +200,9 @@ func TestQueueModel(t *testing.T) {
 			},
 			"cancel": func(t *rapid.T) {
 				off, n := rng(t)
-				c := span(off, n)
+				// Whole granules go: a partial one could not be trimmed.
+				lo, hi := off/gran*gran, min((off+n+gran-1)/gran*gran, 64)
+				c := span(lo, hi-lo)
 				union := int64(bits.OnesCount64(m.pendingUnion() & c))
 				before := m.q.Cancelled()
 				got, bytes := m.q.Cancel(off, n, nil)
@@ -270,7 +284,7 @@ func TestQueueCoalesces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := NewQueue[int](tt.maxLen)
+			q := NewQueue[int](tt.maxLen, 1)
 			for _, p := range tt.pushes {
 				q.Push(p[0], p[1], int(p[2]))
 			}
@@ -288,7 +302,7 @@ func TestQueueCoalesces(t *testing.T) {
 }
 
 func TestQueueCancelSplits(t *testing.T) {
-	q := NewQueue[int](0)
+	q := NewQueue[int](0, 1)
 	q.Push(0, 100, 7)
 	parts, n := q.Cancel(40, 20, nil)
 	assert.Equal(t, int64(20), n)
@@ -308,7 +322,7 @@ func TestQueueCancelSplits(t *testing.T) {
 }
 
 func BenchmarkQueuePushPop(b *testing.B) {
-	q := NewQueue[int](1 << 20)
+	q := NewQueue[int](1<<20, 4096)
 	var is Issue[int]
 	b.ReportAllocs()
 	for i := range b.N {
@@ -319,4 +333,18 @@ func BenchmarkQueuePushPop(b *testing.B) {
 			}
 		}
 	}
+}
+
+func TestQueueKeepsGranularity(t *testing.T) {
+	q := NewQueue[int](10000, 4096) // the limit rounds down to 8192
+	q.Push(0, 8*4096, 1)
+	parts, n := q.Cancel(5000, 100, nil)
+	assert.Equal(t, int64(4096), n, "the whole granule the write touches goes")
+	assert.Equal(t, []Part[int]{{Tag: 1, Bytes: 4096}}, parts)
+	var got [][2]int64
+	var is Issue[int]
+	for q.Pop(&is) {
+		got = append(got, [2]int64{is.Off, is.Len})
+	}
+	assert.Equal(t, [][2]int64{{0, 4096}, {8192, 8192}, {16384, 8192}, {24576, 8192}}, got)
 }
