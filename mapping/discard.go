@@ -1,10 +1,6 @@
 package mapping
 
-import (
-	"cmp"
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // Discard appends to dst the member ranges to discard for a discard of
 // length bytes at array offset off, sorted by member and then offset.
@@ -22,7 +18,7 @@ import (
 // entry per member; members with Bytes 0 get nothing. A nil gran means every
 // member discards single sectors.
 //
-// Planning costs O(members log members) whatever the length: only the partial
+// Planning costs O(members) whatever the length: only the partial
 // stripes at either end are mapped chunk by chunk, and the whole stripes
 // between them become one range of rows per member.
 func (m *Map) Discard(off, length int64, gran []Granularity, dst []Extent) ([]Extent, error) {
@@ -39,12 +35,7 @@ func (m *Map) Discard(off, length int64, gran []Granularity, dst []Extent) ([]Ex
 		dst = m.write(off, length, dst)
 	default:
 		dst = m.discardStriped(off, length, dst)
-		slices.SortFunc(dst[base:], func(a, b Extent) int {
-			if a.Member != b.Member {
-				return cmp.Compare(a.Member, b.Member)
-			}
-			return cmp.Compare(a.Offset, b.Offset)
-		})
+		sortByMember(dst[base:], m.n)
 		dst = coalesce(dst, base)
 	}
 	return m.roundInward(dst, base, gran), nil
@@ -84,6 +75,40 @@ func (m *Map) discardStriped(off, length int64, dst []Extent) []Extent {
 		rows(2*r1, 2*r2)
 	}
 	return dst
+}
+
+// sortByMember orders e by member, then offset, in O(len(e) + members): a
+// counting sort on the member, in place, then an insertion sort within each
+// member, which holds only a handful of ranges (head, middle, tail copies).
+func sortByMember(e []Extent, members int) {
+	var next, end [MaxMembers]int32 // the unfilled part of each member's bucket
+	for _, x := range e {
+		end[x.Member]++
+	}
+	var at int32
+	for i := range members {
+		next[i], at = at, at+end[i]
+		end[i] = at
+	}
+	for b := range members {
+		for next[b] < end[b] {
+			i := next[b]
+			d := e[i].Member
+			if d == b {
+				next[b]++
+				continue
+			}
+			// Every swap puts one extent in its final bucket.
+			j := next[d]
+			next[d]++
+			e[i], e[j] = e[j], e[i]
+		}
+	}
+	for i := 1; i < len(e); i++ {
+		for j := i; j > 0 && e[j-1].Member == e[j].Member && e[j-1].Offset > e[j].Offset; j-- {
+			e[j-1], e[j] = e[j], e[j-1]
+		}
+	}
 }
 
 // coalesce merges, in place, the ranges of dst[base:] (sorted by member and

@@ -12,8 +12,8 @@
 // Guarantees:
 //   - A discard never covers a member byte that does not back the requested
 //     range, and the ranges it returns for one member are disjoint and never
-//     adjacent. Planning a discard costs O(members log members) however
-//     many chunks it crosses.
+//     adjacent. Planning a discard costs O(members) however many chunks
+//     it crosses.
 //   - Requests are checked before anything is planned: offsets and lengths
 //     must be whole 512-byte sectors, non-empty and inside the array. Bad
 //     input, from the command line, the disk or the kernel, yields an error

@@ -379,3 +379,40 @@ func mustNew(t *rapid.T, g Geometry) *Map {
 	}
 	return m
 }
+
+// TestPropertySortByMember: the in-place counting sort returns a permutation
+// ordered by member, then offset.
+func TestPropertySortByMember(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		members := rapid.IntRange(1, MaxMembers).Draw(t, "members")
+		e := rapid.SliceOf(rapid.Custom(func(t *rapid.T) Extent {
+			return Extent{
+				Member: rapid.IntRange(0, members-1).Draw(t, "member"),
+				Offset: rapid.Int64Range(0, 64).Draw(t, "offset"),
+				Length: rapid.Int64Range(1, 3).Draw(t, "length"),
+			}
+		})).Draw(t, "extents")
+		want := slices.Clone(e)
+		sortByMember(e, members)
+		for i := 1; i < len(e); i++ {
+			if e[i-1].Member > e[i].Member || e[i-1].Member == e[i].Member && e[i-1].Offset > e[i].Offset {
+				t.Fatalf("unsorted at %d: %+v", i, e)
+			}
+		}
+		// Same multiset: sort both fully and compare.
+		full := func(a, b Extent) int {
+			if a.Member != b.Member {
+				return a.Member - b.Member
+			}
+			if a.Offset != b.Offset {
+				return int(a.Offset - b.Offset)
+			}
+			return int(a.Length - b.Length)
+		}
+		slices.SortFunc(e, full)
+		slices.SortFunc(want, full)
+		if !slices.Equal(e, want) {
+			t.Fatalf("not a permutation:\n%+v\n%+v", e, want)
+		}
+	})
+}
