@@ -347,3 +347,56 @@ func alignedBuf(n int) []byte {
 	}
 	return b[off : off+n : off+n]
 }
+
+// A block device served by the file target (as RAID members are) gets its
+// discards through the asynchronous block discard command and its zeroing
+// through the kernel's zeroout; a loop device shows both as holes and
+// zeroes in its own backing file.
+func TestE2EUblkBlockDeviceTarget(t *testing.T) {
+	needGuest(t)
+	loopFile := filepath.Join(t.TempDir(), "loop")
+	f, err := os.Create(loopFile)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(64<<20))
+	require.NoError(t, f.Close())
+	loop := strings.TrimSpace(sh(t, "losetup", "--find", "--show", loopFile))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", loop).Run() })
+
+	srv := startUblkServer(t, loop)
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i/4096) | 1
+	}
+	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	buf := alignedBuf(len(data))
+	copy(buf, data)
+	_, err = dev.WriteAt(buf, 0)
+	require.NoError(t, err)
+	require.NoError(t, dev.Sync())
+	before := allocatedBytes(t, loopFile)
+	require.GreaterOrEqual(t, before, int64(8<<20))
+
+	sh(t, "blkdiscard", "-o", "1048576", "-l", "2097152", srv.Path)
+	sh(t, "blkdiscard", "-z", "-o", "4194304", "-l", "1048576", srv.Path)
+
+	_, err = dev.ReadAt(buf, 0)
+	require.NoError(t, err)
+	want := bytes.Clone(data)
+	clear(want[1<<20 : 3<<20])
+	clear(want[4<<20 : 5<<20])
+	assert.True(t, bytes.Equal(want, buf), "discarded and zeroed ranges read as zeroes, the rest survives")
+	lf, err := os.Open(loopFile)
+	require.NoError(t, err)
+	defer lf.Close()
+	hole, err := unix.Seek(int(lf.Fd()), 0, unix.SEEK_HOLE)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), hole, "the discard reached the loop device's file as a hole")
+
+	st := srv.Stats()
+	assert.Equal(t, uint64(1), st.Discards)
+	assert.Zero(t, st.SlowDiscards, "6.12 discards block devices through io_uring")
+	assert.Equal(t, uint64(1), st.WriteZeroes)
+	require.NoError(t, dev.Close())
+	srv.Stop()
+}
