@@ -18,9 +18,9 @@ import "fmt"
 // entry per member; members with Bytes 0 get nothing. A nil gran means every
 // member discards single sectors.
 //
-// Planning costs O(members) whatever the length: only the partial
-// stripes at either end are mapped chunk by chunk, and the whole stripes
-// between them become one range of rows per member.
+// Planning costs O(members) whatever the length: only the partial stripes at
+// either end are mapped chunk by chunk, and the whole stripes between them
+// become one range of rows per member.
 func (m *Map) Discard(off, length int64, gran []Granularity, dst []Extent) ([]Extent, error) {
 	if err := m.check("discard", off, length); err != nil {
 		return dst, err
@@ -44,7 +44,7 @@ func (m *Map) Discard(off, length int64, gran []Granularity, dst []Extent) ([]Ex
 // discardStriped appends, unsorted, ranges covering exactly the member bytes
 // that back [off, off+length) on raid0 and raid10. The partial stripes at the
 // ends are mapped chunk by chunk, at most one stripe each; the whole stripes
-// between them map, on every member, onto whole rows: rows r1..r2 for raid0,
+// between them map, on every member, onto whole rows: [r1, r2) for raid0,
 // two rows per stripe for n2 (2n copy slots) and o2 (a row and its copy), and
 // for f2 the same rows in both halves.
 func (m *Map) discardStriped(off, length int64, dst []Extent) []Extent {
