@@ -37,6 +37,7 @@ type Device struct {
 	ctrl    *control
 	id      uint32
 	added   bool // ADD_DEV succeeded: DEL_DEV is owed
+	live    bool // START_DEV succeeded: STOP_DEV is owed
 	char    *os.File
 	queues  []*queue
 	running sync.WaitGroup // queue goroutines
@@ -76,7 +77,7 @@ func (d *Device) Start(ctx context.Context) error {
 	}
 	d.started = true
 	if err := d.start(ctx); err != nil {
-		d.stopErr = d.teardown(false)
+		d.stopErr = d.teardown()
 		d.stopped = true
 		return errors.Join(err, d.stopErr)
 	}
@@ -125,7 +126,7 @@ func (d *Device) start(ctx context.Context) error {
 	d.char = char
 
 	for i := range int(info.NrHwQueues) {
-		q := newQueue(uint16(i), d.opts.Depth, d.target)
+		q := newQueue(uint16(i), d.opts.Depth, d.target, d.params.Size)
 		if err := q.open(int(char.Fd()), maxIO); err != nil {
 			return err
 		}
@@ -149,6 +150,7 @@ func (d *Device) start(ctx context.Context) error {
 	if err := ctrl.startDev(d.id, os.Getpid()); err != nil {
 		return err
 	}
+	d.live = true
 	return waitBlockNode(ctx, blockPath(d.id))
 }
 
@@ -163,18 +165,18 @@ func (d *Device) Stop() error {
 		return d.stopErr
 	}
 	d.stopped = true
-	d.stopErr = d.teardown(d.started)
+	d.stopErr = d.teardown()
 	return d.stopErr
 }
 
-// teardown undoes whatever start got to. live says START_DEV may have
-// succeeded, so STOP_DEV is due.
-func (d *Device) teardown(live bool) error {
+// teardown undoes whatever start got to.
+func (d *Device) teardown() error {
 	var errs []error
-	if d.added && live {
+	if d.live {
 		// del_gendisk waits for in-flight I/O, which the queues must
 		// still be serving.
 		errs = append(errs, d.ctrl.stopDev(d.id))
+		d.live = false
 	}
 	for _, q := range d.queues {
 		q.stopping.Store(true)

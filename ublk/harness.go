@@ -39,7 +39,7 @@ func NewHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
 		return nil, err
 	}
 	h := &Harness{results: make([]int32, o.Depth), ready: make([]uint16, 0, o.Depth)}
-	q := newQueue(0, o.Depth, t)
+	q := newQueue(0, o.Depth, t, t.Params().Size)
 	q.harness = h
 	q.iods = make([]uapi.IODesc, o.Depth)
 	h.q = q

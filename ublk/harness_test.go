@@ -30,7 +30,7 @@ type inlineTarget struct {
 	n    int
 }
 
-func (t *inlineTarget) Params() Params { return Params{Size: 1 << 30} }
+func (t *inlineTarget) Params() Params { return Params{Size: 1 << 40} }
 func (t *inlineTarget) Serve(r *Request) {
 	t.n++
 	t.last = seen{r.Op, r.Offset, r.Length, r.FUA, r.NoUnmap, len(r.Buf)}
@@ -107,15 +107,30 @@ func TestDoneMapsErrors(t *testing.T) {
 	}
 }
 
-// The kernel's max_sectors keeps requests within the buffer, but the
-// queue must not trust it with memory.
-func TestOversizedRequestFailsWithoutReachingTarget(t *testing.T) {
-	target := &inlineTarget{}
-	h := newTestHarness(t, target, 1, 4096)
-	res, err := h.Do(HarnessRequest{Op: OpRead, Length: 8192})
-	require.NoError(t, err)
-	assert.Equal(t, -int32(unix.EIO), res)
-	assert.Zero(t, target.n)
+// The kernel keeps requests within the buffer (max_sectors) and the device,
+// but the queue does not trust it with memory or targets with offsets.
+func TestImpossibleRequestsFailWithoutReachingTarget(t *testing.T) {
+	const size = 1 << 40
+	tests := []struct {
+		name string
+		r    HarnessRequest
+	}{
+		{"read beyond the buffer", HarnessRequest{Op: OpRead, Length: 8192}},
+		{"write beyond the buffer", HarnessRequest{Op: OpWrite, Offset: 4096, Length: 1 << 20}},
+		{"read past the end", HarnessRequest{Op: OpRead, Offset: size - 512, Length: 1024}},
+		{"discard past the end", HarnessRequest{Op: OpDiscard, Offset: size - 4096, Length: 1 << 20}},
+		{"start past the end", HarnessRequest{Op: OpFlush, Offset: size + 512}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := &inlineTarget{}
+			h := newTestHarness(t, target, 1, 4096)
+			res, err := h.Do(tt.r)
+			require.NoError(t, err)
+			assert.Equal(t, -int32(unix.EIO), res)
+			assert.Zero(t, target.n)
+		})
+	}
 }
 
 // A request the target holds does not keep other tags from completing, and
@@ -281,7 +296,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		devnull, err := os.Open(os.DevNull)
 		require.NoError(t, err)
 		defer devnull.Close()
-		q := newQueue(0, 4, &inlineTarget{})
+		q := newQueue(0, 4, &inlineTarget{}, 1<<40)
 		q.iods = make([]uapi.IODesc, 4)
 		require.NoError(t, q.openBuffers(4096))
 		defer q.close()

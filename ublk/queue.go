@@ -40,6 +40,7 @@ type queue struct {
 	charFd int32
 	target Target
 	rt     RingTarget // target's ring side, or nil
+	size   int64      // device size in bytes
 
 	ring    *uring.Ring
 	iods    []uapi.IODesc // shared with the kernel, read-only; views descMem
@@ -76,9 +77,10 @@ type queue struct {
 	err error
 }
 
-func newQueue(id uint16, depth int, target Target) *queue {
+func newQueue(id uint16, depth int, target Target, size int64) *queue {
 	q := &queue{
 		id:     id,
+		size:   size,
 		depth:  depth,
 		charFd: -1,
 		target: target,
@@ -268,6 +270,13 @@ func (q *queue) dispatch(tag uint16) {
 	r.Buf = nil
 	q.state[tag] = tagServing
 	q.serving++
+	// The block layer never sends a request past the end of the device;
+	// targets may rely on that, so a descriptor that says otherwise is
+	// failed here rather than trusted.
+	if start > uint64(q.size)>>9 || r.Length > q.size-r.Offset {
+		q.complete(tag, -int32(unix.EIO))
+		return
+	}
 
 	switch uint8(opFlags) {
 	case uapi.UBLK_IO_OP_READ, uapi.UBLK_IO_OP_WRITE:
@@ -277,6 +286,8 @@ func (q *queue) dispatch(tag uint16) {
 		}
 		if r.Length > int64(len(q.bufs[tag])) {
 			// max_sectors forbids this; never trust it with memory.
+			// (FLUSH has no length; DISCARD and WRITE_ZEROES
+			// carry no data.)
 			q.complete(tag, -int32(unix.EIO))
 			return
 		}
