@@ -67,6 +67,8 @@ func TestDispatchDecodesRequests(t *testing.T) {
 			seen{OpWrite, 1 << 20, 65536, true, false, 65536}, 65536},
 		{"flush", HarnessRequest{Op: OpFlush},
 			seen{OpFlush, 0, 0, false, false, 0}, 0},
+		{"flush ignores its stale sector", HarnessRequest{Op: OpFlush, Offset: 1 << 50, Length: 4096},
+			seen{OpFlush, 0, 0, false, false, 0}, 0},
 		{"discard beyond the buffer size", HarnessRequest{Op: OpDiscard, Offset: 1 << 30, Length: 1 << 31},
 			seen{OpDiscard, 1 << 30, 1 << 31, false, false, 0}, 0},
 		{"write zeroes", HarnessRequest{Op: OpWriteZeroes, Offset: 0, Length: 1 << 20},
@@ -119,7 +121,7 @@ func TestImpossibleRequestsFailWithoutReachingTarget(t *testing.T) {
 		{"write beyond the buffer", HarnessRequest{Op: OpWrite, Offset: 4096, Length: 1 << 20}},
 		{"read past the end", HarnessRequest{Op: OpRead, Offset: size - 512, Length: 1024}},
 		{"discard past the end", HarnessRequest{Op: OpDiscard, Offset: size - 4096, Length: 1 << 20}},
-		{"start past the end", HarnessRequest{Op: OpFlush, Offset: size + 512}},
+		{"start past the end", HarnessRequest{Op: OpWriteZeroes, Offset: size + 512}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

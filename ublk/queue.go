@@ -270,30 +270,19 @@ func (q *queue) dispatch(tag uint16) {
 	r.Buf = nil
 	q.state[tag] = tagServing
 	q.serving++
-	// The block layer never sends a request past the end of the device;
-	// targets may rely on that, so a descriptor that says otherwise is
-	// failed here rather than trusted.
-	if start > uint64(q.size)>>9 || r.Length > q.size-r.Offset {
-		q.complete(tag, -int32(unix.EIO))
-		return
-	}
 
 	switch uint8(opFlags) {
-	case uapi.UBLK_IO_OP_READ, uapi.UBLK_IO_OP_WRITE:
+	case uapi.UBLK_IO_OP_READ:
 		r.Op = OpRead
-		if uint8(opFlags) == uapi.UBLK_IO_OP_WRITE {
-			r.Op = OpWrite
-		}
-		if r.Length > int64(len(q.bufs[tag])) {
-			// max_sectors forbids this; never trust it with memory.
-			// (FLUSH has no length; DISCARD and WRITE_ZEROES
-			// carry no data.)
-			q.complete(tag, -int32(unix.EIO))
-			return
-		}
-		r.Buf = q.bufs[tag][:r.Length]
+	case uapi.UBLK_IO_OP_WRITE:
+		r.Op = OpWrite
 	case uapi.UBLK_IO_OP_FLUSH:
+		// A flush has no range; its sector field is whatever the
+		// block layer's reused flush request last held.
 		r.Op = OpFlush
+		r.Offset, r.Length = 0, 0
+		q.target.Serve(r)
+		return
 	case uapi.UBLK_IO_OP_DISCARD:
 		r.Op = OpDiscard
 	case uapi.UBLK_IO_OP_WRITE_ZEROES:
@@ -302,6 +291,21 @@ func (q *queue) dispatch(tag uint16) {
 	default:
 		q.complete(tag, -int32(unix.EOPNOTSUPP))
 		return
+	}
+	// The block layer never sends a range past the end of the device, and
+	// max_sectors keeps reads and writes within the tag's buffer. Targets
+	// may rely on both, so a descriptor that says otherwise is failed here
+	// rather than trusted.
+	if start > uint64(q.size)>>9 || r.Length > q.size-r.Offset {
+		q.complete(tag, -int32(unix.EIO))
+		return
+	}
+	if r.Op == OpRead || r.Op == OpWrite {
+		if r.Length > int64(len(q.bufs[tag])) {
+			q.complete(tag, -int32(unix.EIO))
+			return
+		}
+		r.Buf = q.bufs[tag][:r.Length]
 	}
 	q.target.Serve(r)
 }
