@@ -1,0 +1,90 @@
+package ublk
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestNewRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		params Params
+		opts   Options
+	}{
+		{"bad params", Params{Size: 1000}, Options{}},
+		{"depth too large", Params{Size: 1 << 20}, Options{Depth: 4097}},
+		{"negative queues", Params{Size: 1 << 20}, Options{Queues: -1}},
+		{"buffer not whole pages", Params{Size: 1 << 20}, Options{MaxIOBytes: 6000}},
+		{"buffer beyond 32 MiB", Params{Size: 1 << 20}, Options{MaxIOBytes: 64 << 20}},
+		{"id beyond minors", Params{Size: 1 << 20}, Options{FixedID: true, ID: 1 << 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(&paramsTarget{tt.params}, tt.opts)
+			assert.Error(t, err)
+		})
+	}
+}
+
+type paramsTarget struct{ p Params }
+
+func (t *paramsTarget) Params() Params  { return t.p }
+func (t *paramsTarget) Serve(r *Request) { r.Done(nil) }
+
+func TestOptionsDefaults(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultDepth, o.Depth)
+	assert.Equal(t, DefaultMaxIOBytes, o.MaxIOBytes)
+	assert.Positive(t, o.Queues)
+}
+
+func TestStopBeforeStart(t *testing.T) {
+	d, err := New(&paramsTarget{Params{Size: 1 << 20}}, Options{})
+	require.NoError(t, err)
+	require.NoError(t, d.Stop())
+	require.NoError(t, d.Stop())
+	assert.ErrorIs(t, d.Start(context.Background()), ErrStopped)
+}
+
+// Without the driver, Start fails with a reason and leaves nothing behind.
+func TestStartWithoutUblk(t *testing.T) {
+	if _, err := os.Stat(controlPath); err == nil {
+		t.Skip("this kernel has ublk; the guest tests cover starting")
+	}
+	d, err := New(&paramsTarget{Params{Size: 1 << 20}}, Options{Queues: 1})
+	require.NoError(t, err)
+	err = d.Start(context.Background())
+	require.ErrorIs(t, err, ErrNoUblk)
+	assert.Regexp(t, "modprobe ublk_drv|CONFIG_BLK_DEV_UBLK|devtmpfs", err.Error())
+	assert.NoError(t, d.Stop(), "a failed start is already cleaned up")
+}
+
+func TestControlOpenError(t *testing.T) {
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{&os.PathError{Op: "open", Path: controlPath, Err: unix.ENOENT}, ErrNoUblk},
+		{&os.PathError{Op: "open", Path: controlPath, Err: unix.EPERM}, ErrPermission},
+		{&os.PathError{Op: "open", Path: controlPath, Err: unix.EACCES}, ErrPermission},
+	}
+	for _, tt := range tests {
+		err := controlOpenError(tt.err)
+		assert.ErrorIs(t, err, tt.want)
+		assert.ErrorIs(t, err, tt.err.(*os.PathError).Err, "the errno stays testable")
+	}
+}
+
+func TestContainsModule(t *testing.T) {
+	dep := []byte("kernel/drivers/block/loop.ko.xz:\nkernel/drivers/block/ublk_drv.ko.xz:\n")
+	assert.True(t, containsModule(dep, "ublk_drv"))
+	assert.True(t, containsModule(dep, "loop"))
+	assert.False(t, containsModule(dep, "ublk"))
+	assert.False(t, containsModule(dep, "nbd"))
+}
