@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -153,15 +154,16 @@ func sysfsInt(path string) int64 {
 
 // busyReason says who holds a block device, as far as it can tell.
 func busyReason(fi os.FileInfo) string {
-	st, ok := fi.Sys().(*unix.Stat_t)
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return "open exclusively by another program"
 	}
-	maj, min := unix.Major(st.Rdev), unix.Minor(st.Rdev)
+	rdev := uint64(st.Rdev)
+	maj, min := unix.Major(rdev), unix.Minor(rdev)
 	if mp := mountPoint(maj, min); mp != "" {
 		return fmt.Sprintf("mounted at %s; unmount it first", mp)
 	}
-	if holders, _ := os.ReadDir(filepath.Join(sysDev(st.Rdev), "holders")); len(holders) > 0 {
+	if holders, _ := os.ReadDir(filepath.Join(sysDev(rdev), "holders")); len(holders) > 0 {
 		return fmt.Sprintf("held by %s (md, dm or another array); stop that first", holders[0].Name())
 	}
 	return "open exclusively by another program (a mounted filesystem, md, dm or a uraid daemon); stop it first"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -41,11 +42,13 @@ too small are refused.`,
 	fl.Var(&o.size, "size", "bytes of each member to use; members that do not exist are created this size")
 	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or a filesystem")
 	o.serve.register(cmd)
-	_ = cmd.MarkFlagRequired("level")
 	return cmd
 }
 
 func runCreate(cmd *cobra.Command, name string, members []string, o *createOptions) error {
+	if o.level == "" {
+		return usageError{fmt.Errorf("--level is required: linear, 0, 1 or 10")}
+	}
 	level, err := raid.ParseLevel(o.level)
 	if err != nil {
 		return usageError{err}
@@ -58,6 +61,9 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	}
 	if err := o.serve.check(); err != nil {
 		return err
+	}
+	if _, err := arrayStatus(cmd.Context(), name); err == nil {
+		return fmt.Errorf("array %s is already running; stop it first (uraid stop %s) or pick another name", name, name)
 	}
 	ms, sbs, err := raid.Create(raid.CreateOptions{
 		Name: name, Level: level, Layout: layout, Chunk: int64(o.chunk), Size: int64(o.size),

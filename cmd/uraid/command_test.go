@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI drives the root command as a user would and returns the exit status and both outputs.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := runWith(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func memberFiles(t *testing.T, n int, size int64) []string {
+	t.Helper()
+	dir := t.TempDir()
+	var ps []string
+	for i := range n {
+		p := filepath.Join(dir, "m"+string(rune('0'+i)))
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		require.NoError(t, f.Truncate(size))
+		f.Close()
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func fileSums(t *testing.T, paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			out = append(out, "absent")
+			continue
+		}
+		out = append(out, string(b[:8192])+string(b[len(b)-8192:]))
+	}
+	return out
+}
+
+// TestCreateRefusalsCLI checks that create refuses bad input with exit 1 or 2, a message that
+// names the problem, and no change to any member.
+func TestCreateRefusalsCLI(t *testing.T) {
+	ms := memberFiles(t, 4, 8<<20)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no level", append([]string{"create", "a"}, ms...), exitUsage, "--level is required"},
+		{"bad level", append([]string{"create", "a", "--level", "5"}, ms...), exitUsage, "level"},
+		{"bad chunk", append([]string{"create", "a", "--level", "0", "--chunk", "3K"}, ms...), exitError, "power of two"},
+		{"chunk syntax", append([]string{"create", "a", "--level", "0", "--chunk", "lots"}, ms...), exitUsage, "K, M, G or T"},
+		{"bad layout", append([]string{"create", "a", "--level", "10", "--layout", "x9"}, ms...), exitUsage, "layout"},
+		{"bad discard mode", append([]string{"create", "a", "--level", "1", "--discard", "lazy"}, ms...), exitUsage, "use sync"},
+		{"duplicate", []string{"create", "a", "--level", "1", ms[0], ms[0]}, exitError, "named twice"},
+		{"missing without size", []string{"create", "a", "--level", "1", ms[0], ms[1] + ".new"}, exitError, "give --size"},
+		{"too small", append([]string{"create", "a", "--level", "0", "--size", "1M"}, ms...), exitError, "too small"},
+		{"bad name", append([]string{"create", "a/b", "--level", "0"}, ms...), exitError, "name"},
+		{"one member", []string{"create", "a", "--level", "10", ms[0]}, exitError, "at least 2 members"},
+		{"no member", []string{"create", "a", "--level", "10"}, exitUsage, "at least 2 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := fileSums(t, ms)
+			code, out, errOut := runCLI(t, tt.args...)
+			assert.Equal(t, tt.code, code, errOut)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tt.msg)
+			assert.Equal(t, before, fileSums(t, ms), "members changed")
+			_, err := os.Stat(ms[1] + ".new")
+			assert.True(t, os.IsNotExist(err), "a refused create made a member file")
+		})
+	}
+}
+
+func TestExamineCLI(t *testing.T) {
+	ms := memberFiles(t, 2, 8<<20)
+	code, _, errOut := runCLI(t, "examine", ms[0])
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "not a uraid member")
+
+	// Create without starting: write the superblocks the way create does, then examine them.
+	cms, _, err := createOnly(ms)
+	require.NoError(t, err)
+	for _, m := range cms {
+		m.Close()
+	}
+	code, out, errOut := runCLI(t, "examine", "--json", ms[1])
+	require.Equal(t, exitOK, code, errOut)
+	var e examined
+	require.NoError(t, json.Unmarshal([]byte(out), &e))
+	assert.Equal(t, "arr", e.Name)
+	assert.Equal(t, "1", e.Level)
+	assert.EqualValues(t, 1, e.Index)
+	assert.EqualValues(t, 2, e.Members)
+	assert.Equal(t, "clean", e.State)
+
+	code, out, _ = runCLI(t, "examine", ms[0])
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, out, "Array Name : arr")
+	assert.Contains(t, out, "Raid Level : raid1")
+}
+
+func TestStatusWithoutArrays(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	code, out, _ := runCLI(t, "status")
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, "no arrays running\n", out)
+	code, out, _ = runCLI(t, "status", "--json")
+	assert.Equal(t, exitOK, code)
+	assert.JSONEq(t, "[]", out)
+	code, _, errOut := runCLI(t, "detail", "nosuch")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "not running")
+	code, _, errOut = runCLI(t, "stop", "nosuch")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "not running")
+}

@@ -1,0 +1,236 @@
+package tests
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"uraid/raid"
+)
+
+// memberSize keeps each member small: the guest's /tmp is RAM.
+const memberSize = 192 << 20
+
+// uraidBin is the uraid binary under test, built on the host by make test-vm.
+func uraidBin(t *testing.T) string {
+	t.Helper()
+	needGuest(t)
+	bin := os.Getenv("URAID_BIN")
+	if bin == "" {
+		if mustRunE2E() {
+			t.Fatal("URAID_BIN is not set: make test-vm builds uraid and sets it")
+		}
+		t.Skip("URAID_BIN is not set: run make test-vm")
+	}
+	return bin
+}
+
+// uraid runs the CLI and returns its stdout; a non-zero exit fails the test.
+func uraid(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := uraidCode(t, args...)
+	require.NoError(t, err, "uraid %s: %s", strings.Join(args, " "), out)
+	return out
+}
+
+func uraidCode(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(uraidBin(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	return string(out) + stderr.String(), err
+}
+
+// memberSet makes n members of one kind: sparse files, or loop devices over sparse files. It
+// returns the member paths and the files that hold their data.
+func memberSet(t *testing.T, kind string, n int, size int64) (members, backing []string) {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range n {
+		f := filepath.Join(dir, fmt.Sprintf("m%d", i))
+		require.NoError(t, os.WriteFile(f, nil, 0o600))
+		require.NoError(t, os.Truncate(f, size))
+		backing = append(backing, f)
+		if kind == "file" {
+			members = append(members, f)
+			continue
+		}
+		dev := strings.TrimSpace(sh(t, "losetup", "--find", "--show", f))
+		t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+		members = append(members, dev)
+	}
+	return members, backing
+}
+
+func totalAllocated(t *testing.T, files []string) int64 {
+	var n int64
+	for _, f := range files {
+		n += allocatedBytes(t, f)
+	}
+	return n
+}
+
+func arrayDetail(t *testing.T, name string) raid.Status {
+	t.Helper()
+	var st raid.Status
+	require.NoError(t, json.Unmarshal([]byte(uraid(t, "detail", "--json", name)), &st))
+	return st
+}
+
+func writeRandomFile(t *testing.T, path string, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// TestE2EArrayLifecycle runs every level over sparse files and over loop devices: create, ext4
+// mounted -o discard, files with known checksums, half deleted (discards reach the members),
+// fstrim, a clean e2fsck, stop, assemble, and every remaining file intact.
+func TestE2EArrayLifecycle(t *testing.T) {
+	uraidBin(t)
+	for _, kind := range []string{"file", "loop"} {
+		for _, level := range []string{"linear", "0", "1", "10"} {
+			t.Run(kind+"-raid"+level, func(t *testing.T) { arrayLifecycle(t, kind, level) })
+		}
+	}
+}
+
+func arrayLifecycle(t *testing.T, kind, level string) {
+	name := "e2e-" + kind + "-" + level
+	members, backing := memberSet(t, kind, 4, memberSize)
+	args := []string{"create", name, "--level", level}
+	if level == "0" || level == "10" {
+		args = append(args, "--chunk", "64K")
+	}
+	dev := strings.TrimSpace(uraid(t, append(args, members...)...))
+	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"), "create printed %q", dev)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			exec.Command("umount", "-l", dev).Run()
+			exec.Command(uraidBin(t), "stop", name).Run()
+		}
+	})
+
+	sh(t, "mkfs.ext4", "-q", "-F", "-E", "nodiscard", dev)
+	mnt := t.TempDir()
+	sh(t, "mount", "-o", "discard", dev, mnt)
+	sums := map[string]string{}
+	for i := range 24 {
+		f := filepath.Join(mnt, fmt.Sprintf("f%02d", i))
+		sums[f] = writeRandomFile(t, f, 1<<20+i*4096)
+	}
+	sh(t, "sync")
+	before := arrayDetail(t, name)
+	allocBefore := totalAllocated(t, backing)
+	for i := 0; i < 24; i += 2 {
+		f := filepath.Join(mnt, fmt.Sprintf("f%02d", i))
+		require.NoError(t, os.Remove(f))
+		delete(sums, f)
+	}
+	sh(t, "sync")
+	// ext4 sends -o discard TRIMs from a worker after the journal commit.
+	var after raid.Status
+	require.Eventually(t, func() bool {
+		after = arrayDetail(t, name)
+		return after.Discard.Requests > before.Discard.Requests
+	}, 30*time.Second, 200*time.Millisecond, "deleting files sent no discard to the array")
+	var trimmed int64
+	for _, m := range after.Members {
+		trimmed += m.Discard.IssuedBytes
+	}
+	assert.Positive(t, trimmed, "no member was trimmed")
+	uraid(t, "detail", name) // the text view works too
+	require.Eventually(t, func() bool { return totalAllocated(t, backing) < allocBefore }, 30*time.Second,
+		200*time.Millisecond, "member space did not drop after deletes")
+
+	out := sh(t, "fstrim", "-v", mnt)
+	assert.Contains(t, out, "trimmed")
+	sh(t, "umount", mnt)
+	sh(t, "e2fsck", "-fn", dev)
+	uraid(t, "stop", name)
+	stopped = true
+	_, err := os.Stat(dev)
+	assert.True(t, os.IsNotExist(err), "%s still exists after stop", dev)
+	out = uraid(t, "examine", "--json", members[0])
+	assert.Contains(t, out, `"state": "clean"`)
+
+	dev = strings.TrimSpace(uraid(t, append([]string{"assemble", name}, members...)...))
+	stopped = false
+	sh(t, "mount", dev, mnt)
+	for f, want := range sums {
+		assert.Equal(t, want, fileSum(t, f), f)
+	}
+	sh(t, "umount", mnt)
+	sh(t, "e2fsck", "-fn", dev)
+	uraid(t, "stop", name)
+	stopped = true
+}
+
+// TestE2EArrayRefusals checks the refusals only a kernel can show — a mounted member, a member
+// of a running array — and that each leaves every member byte for byte unchanged.
+func TestE2EArrayRefusals(t *testing.T) {
+	uraidBin(t)
+	// Small members: every check below hashes them whole.
+	members, backing := memberSet(t, "loop", 3, 16<<20)
+	// members[0] carries a mounted filesystem.
+	sh(t, "mkfs.ext4", "-q", "-F", members[0])
+	mnt := t.TempDir()
+	sh(t, "mount", members[0], mnt)
+	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+
+	// members[0] is left out: its mounted filesystem writes to it on its own.
+	snap := func() []string {
+		var s []string
+		for _, f := range backing[1:] {
+			s = append(s, fileSum(t, f))
+		}
+		return s
+	}
+	before := snap()
+	out, err := uraidCode(t, "create", "bad", "--level", "1", "--force", members[0], members[1])
+	require.Error(t, err)
+	assert.Contains(t, out, "mounted at "+mnt)
+	assert.Equal(t, before, snap())
+
+	dev := strings.TrimSpace(uraid(t, "create", "busy", "--level", "1", members[1], members[2]))
+	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", "busy").Run() })
+	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"))
+	before = snap()
+	out, err = uraidCode(t, "create", "bad2", "--level", "0", "--force", members[2], members[1])
+	require.Error(t, err)
+	assert.Contains(t, out, "in use")
+	assert.Equal(t, before, snap(), "a refused create changed a member of a running array")
+
+	// A second array of a running array's name is refused before anything is written.
+	fresh, freshBacking := memberSet(t, "file", 2, 16<<20)
+	freshBefore := []string{fileSum(t, freshBacking[0]), fileSum(t, freshBacking[1])}
+	out, err = uraidCode(t, "create", "busy", "--level", "1", fresh[0], fresh[1])
+	require.Error(t, err)
+	assert.Contains(t, out, "already running")
+	assert.Equal(t, freshBefore, []string{fileSum(t, freshBacking[0]), fileSum(t, freshBacking[1])})
+	uraid(t, "stop", "busy")
+}
