@@ -30,14 +30,14 @@ func init() {
 
 // ublkServer is a running ublkfile server process.
 type ublkServer struct {
-	t     testing.TB
-	cmd   *exec.Cmd
-	ID    int
-	Path  string // /dev/ublkbID
-	lines chan string
-	done  chan struct{} // closed when the process has been reaped
-	mu    sync.Mutex
-	err   error // exit status, after done
+	t      testing.TB
+	cmd    *exec.Cmd
+	ID     int
+	Path   string // /dev/ublkbID
+	lines  chan string
+	done   chan struct{} // closed when the process has been reaped
+	mu     sync.Mutex
+	err    error // exit status, after done
 	stderr strings.Builder
 }
 
