@@ -1,0 +1,135 @@
+package simblk
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"uraid/discard/simssd"
+	"uraid/ublk"
+)
+
+const testSize = 1 << 20
+
+func newHarness(t *testing.T, cfg simssd.Config, opts Options) (*ublk.Harness, *simssd.Device) {
+	t.Helper()
+	cfg.Size = testSize
+	dev, err := simssd.New(cfg)
+	require.NoError(t, err)
+	tg, err := New(dev, opts)
+	require.NoError(t, err)
+	h, err := ublk.NewHarness(tg, 4, 64<<10)
+	if err != nil {
+		t.Skipf("no io_uring here: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, dev
+}
+
+func TestParams(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts Options
+		want ublk.Params
+	}{
+		{"nvme-like", Options{}, ublk.Params{Size: testSize, LogicalBlockSize: 512, PhysicalBlockSize: 4096,
+			IOMin: 4096, DiscardGranularity: 4096}},
+		{"sata-like capped", Options{Exclusive: true, MaxDiscard: 1 << 20}, ublk.Params{Size: testSize,
+			LogicalBlockSize: 512, PhysicalBlockSize: 4096, IOMin: 4096, DiscardGranularity: 4096,
+			MaxDiscardSize: 1 << 20, Rotational: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dev, err := simssd.New(simssd.Config{Size: testSize, Exclusive: c.opts.Exclusive})
+			require.NoError(t, err)
+			tg, err := New(dev, c.opts)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, tg.Params())
+			_, err = ublk.New(tg, ublk.Options{Queues: 1})
+			assert.NoError(t, err, "the ublk package must accept the parameters")
+		})
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	dev, err := simssd.New(simssd.Config{Size: testSize + 512})
+	require.NoError(t, err)
+	_, err = New(dev, Options{})
+	assert.ErrorContains(t, err, "not a multiple")
+	dev, err = simssd.New(simssd.Config{Size: testSize})
+	require.NoError(t, err)
+	_, err = New(dev, Options{MaxDiscard: 512})
+	assert.ErrorContains(t, err, "below the granularity")
+}
+
+// TestWriteReadDiscard drives the target as the kernel would: data written
+// reads back, a discard zeroes exactly its range and takes the TRIM latency.
+func TestWriteReadDiscard(t *testing.T) {
+	for _, exclusive := range []bool{false, true} {
+		h, dev := newHarness(t, simssd.Config{TrimLatency: 20 * time.Millisecond, Exclusive: exclusive},
+			Options{Exclusive: exclusive})
+		data := bytes.Repeat([]byte{0xa5}, 3*4096)
+		copy(h.Buf(0), data)
+		res, err := h.Do(ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 8192, Length: int64(len(data))})
+		require.NoError(t, err)
+		require.EqualValues(t, len(data), res)
+
+		start := time.Now()
+		res, err = h.Do(ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 12288, Length: 4096})
+		require.NoError(t, err)
+		require.Zero(t, res)
+		assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "exclusive=%v", exclusive)
+
+		res, err = h.Do(ublk.HarnessRequest{Op: ublk.OpRead, Offset: 4096, Length: 5 * 4096})
+		require.NoError(t, err)
+		require.EqualValues(t, 5*4096, res)
+		want := make([]byte, 5*4096)
+		copy(want[4096:], data[:4096])
+		copy(want[3*4096:], data[2*4096:])
+		assert.Equal(t, want, h.Buf(0)[:len(want)], "exclusive=%v", exclusive)
+
+		res, err = h.Do(ublk.HarnessRequest{Op: ublk.OpFlush})
+		require.NoError(t, err)
+		assert.Zero(t, res)
+		res, err = h.Do(ublk.HarnessRequest{Op: ublk.OpWriteZeroes, Offset: 0, Length: 4096})
+		require.NoError(t, err)
+		assert.Equal(t, -int32(unix.EOPNOTSUPP), res)
+		assert.EqualValues(t, 1, dev.Counters().Trims)
+	}
+}
+
+// TestReadDuringTrim: on an NVMe-like drive a read is answered while a TRIM
+// runs; on a SATA-like one it waits for the TRIM, yet the queue keeps
+// dispatching in both cases.
+func TestReadDuringTrim(t *testing.T) {
+	const trim = 200 * time.Millisecond
+	for _, exclusive := range []bool{false, true} {
+		h, dev := newHarness(t, simssd.Config{TrimLatency: trim, Exclusive: exclusive}, Options{Exclusive: exclusive})
+		start := time.Now()
+		require.NoError(t, h.Start(0, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 0, Length: 4096}))
+		// Let the TRIM take the drive before the read arrives.
+		for dev.Counters().MaxConcurrentTrims == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 65536, Length: 4096}))
+		tag, res, err := h.Wait()
+		require.NoError(t, err)
+		readAt := time.Since(start)
+		if exclusive {
+			// Both finish once the TRIM is done; the read must not come
+			// back before that.
+			assert.GreaterOrEqual(t, readAt, trim)
+			assert.EqualValues(t, 1, dev.Counters().Stalled)
+		} else {
+			assert.EqualValues(t, 1, tag, "the read should finish first")
+			assert.EqualValues(t, 4096, res)
+			assert.Less(t, readAt, trim)
+		}
+		_, _, err = h.Wait()
+		require.NoError(t, err)
+	}
+}
