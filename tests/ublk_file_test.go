@@ -400,3 +400,48 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 	require.NoError(t, dev.Close())
 	srv.Stop()
 }
+
+// With user recovery a killed server's device stays, quiesced, with its
+// number; a new server takes it over and serves the same data.
+func TestE2EUblkUserRecovery(t *testing.T) {
+	needGuest(t)
+	backing := backingFile(t)
+	first := startUblkServer(t, backing, "-recovery")
+	data := alignedBuf(1 << 20)
+	for i := range data {
+		data[i] = byte(i/512) ^ 0x5a
+	}
+	dev, err := os.OpenFile(first.Path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	_, err = dev.WriteAt(data, 4<<20)
+	require.NoError(t, err)
+	require.NoError(t, dev.Close())
+
+	first.Kill()
+	require.Eventually(t, func() bool {
+		info, err := ublk.Info(uint32(first.ID))
+		return err == nil && info.State == "quiesced"
+	}, slow*5*time.Second, 10*time.Millisecond, "the device waits for a new server")
+	_, err = os.Stat(first.Path)
+	require.NoError(t, err, "the block device survives its server")
+
+	second := startUblkServer(t, backing, "-recovery", "-recover", fmt.Sprint(first.ID))
+	require.Equal(t, first.ID, second.ID)
+	info, err := ublk.Info(uint32(second.ID))
+	require.NoError(t, err)
+	assert.Equal(t, "live", info.State)
+	assert.Equal(t, second.cmd.Process.Pid, info.PID)
+
+	dev, err = os.OpenFile(second.Path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	got := alignedBuf(1 << 20)
+	_, err = dev.ReadAt(got, 4<<20)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, got), "data written through the first server reads back through the second")
+	_, err = dev.WriteAt(data, 0)
+	require.NoError(t, err)
+	require.NoError(t, dev.Close())
+	second.Stop()
+	_, err = os.Stat(fmt.Sprintf("/dev/ublkc%d", second.ID))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

@@ -206,6 +206,12 @@ func (c *control) delDev(id uint32) error {
 	return err
 }
 
+func (c *control) getParams(id uint32, p *uapi.Params) error {
+	return c.do(uapi.UBLK_U_CMD_GET_PARAMS, uapi.CtrlCmd{
+		DevID: id, QueueID: anyQueue, Len: uint16(sizeofParams),
+	}, unsafe.Pointer(p))
+}
+
 func (c *control) getDevInfo(id uint32) (uapi.CtrlDevInfo, error) {
 	info := new(uapi.CtrlDevInfo)
 	err := c.do(uapi.UBLK_U_CMD_GET_DEV_INFO, uapi.CtrlCmd{

@@ -28,6 +28,9 @@ type Device struct {
 	target Target
 	params Params
 	opts   Options
+	// recover says Start takes over the existing device opts.ID instead
+	// of adding one.
+	recover bool
 
 	// mu serializes Start and Stop, and guards the fields below.
 	mu      sync.Mutex
@@ -55,6 +58,21 @@ func New(t Target, opts Options) (*Device, error) {
 		return nil, err
 	}
 	return &Device{target: t, params: p, opts: o}, nil
+}
+
+// NewRecovery prepares to take over device id, left quiesced by a server
+// that died (see Options.UserRecovery). Start then resumes it: the block
+// device keeps its number and whatever has it open or mounted carries on.
+// The queue layout comes from the kernel; opts supplies nothing else that
+// matters yet, but is checked as for New.
+func NewRecovery(t Target, id uint32, opts Options) (*Device, error) {
+	opts.ID, opts.FixedID = id, true
+	d, err := New(t, opts)
+	if err != nil {
+		return nil, err
+	}
+	d.recover = true
+	return d, nil
 }
 
 // ID is the device number N of /dev/ublkbN, valid once Start succeeded.
@@ -90,6 +108,11 @@ func (d *Device) start(ctx context.Context) error {
 		return err
 	}
 	d.ctrl = ctrl
+	ctx, cancel := withDefaultTimeout(ctx, nodeTimeout)
+	defer cancel()
+	if d.recover {
+		return d.startRecovery(ctx)
+	}
 
 	info := &uapi.CtrlDevInfo{
 		NrHwQueues:    uint16(d.opts.Queues),
@@ -99,6 +122,12 @@ func (d *Device) start(ctx context.Context) error {
 	}
 	if d.opts.FixedID {
 		info.DevID = d.opts.ID
+	}
+	if d.opts.UserRecovery {
+		info.Flags |= uapi.UBLK_F_USER_RECOVERY
+	}
+	if d.opts.ReissueOnRecovery {
+		info.Flags |= uapi.UBLK_F_USER_RECOVERY_REISSUE
 	}
 	if err := ctrl.addDev(info); err != nil {
 		return err
@@ -116,24 +145,78 @@ func (d *Device) start(ctx context.Context) error {
 	if err := ctrl.setParams(d.id, &kp); err != nil {
 		return err
 	}
+	if err := d.startQueues(ctx, int(info.NrHwQueues), int(info.QueueDepth), maxIO); err != nil {
+		return err
+	}
+	// START_DEV waits, in the kernel, for every fetch to be outstanding.
+	if err := ctrl.startDev(d.id, os.Getpid()); err != nil {
+		return err
+	}
+	d.live = true
+	return waitBlockNode(ctx, blockPath(d.id))
+}
 
-	ctx, cancel := withDefaultTimeout(ctx, nodeTimeout)
-	defer cancel()
+// startRecovery resumes a quiesced device: the kernel reinitializes its
+// queues, the new queues fetch, and END_USER_RECOVERY makes it live again.
+func (d *Device) startRecovery(ctx context.Context) error {
+	id := d.opts.ID
+	ki, err := d.ctrl.getDevInfo(id)
+	if err != nil {
+		return err
+	}
+	if ki.Flags&uapi.UBLK_F_USER_RECOVERY == 0 {
+		return fmt.Errorf("ublk recover dev %d: it was created without user recovery, so it cannot be taken over (remove it and create it again)", id)
+	}
+	var kp uapi.Params
+	kp.Len = uint32(sizeofParams)
+	if err := d.ctrl.getParams(id, &kp); err != nil {
+		return err
+	}
+	if kp.Basic.DevSectors != uint64(d.params.Size)>>9 || kp.Basic.LogicalBsShift != log2(d.params.logical()) {
+		return fmt.Errorf("ublk recover dev %d: it has %d sectors of %d bytes, the target %d bytes in blocks of %d: not the same device",
+			id, kp.Basic.DevSectors, 1<<kp.Basic.LogicalBsShift, d.params.Size, d.params.logical())
+	}
+	// The kernel answers EBUSY until it has finished with the dead
+	// server (its queues cancelled, its /dev/ublkcN closed).
+	for {
+		err := d.ctrl.startUserRecovery(id)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return fmt.Errorf("ublk recover dev %d: device stays busy (is its old server still running?): %w", id, err)
+		}
+	}
+	d.id = id
+	maxIO := int(ki.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
+	if err := d.startQueues(ctx, int(ki.NrHwQueues), int(ki.QueueDepth), maxIO); err != nil {
+		return err
+	}
+	if err := d.ctrl.endUserRecovery(id, os.Getpid()); err != nil {
+		return err
+	}
+	d.live, d.added = true, true
+	return waitBlockNode(ctx, blockPath(id))
+}
+
+// startQueues opens /dev/ublkcN and starts the queue goroutines, returning
+// once every tag of every queue has its fetch submitted.
+func (d *Device) startQueues(ctx context.Context, n, depth, maxIO int) error {
 	char, err := openNode(ctx, charPath(d.id))
 	if err != nil {
 		return err
 	}
 	d.char = char
-
-	for i := range int(info.NrHwQueues) {
-		q := newQueue(uint16(i), d.opts.Depth, d.target, d.params.Size)
+	for i := range n {
+		q := newQueue(uint16(i), depth, d.target, d.params.Size)
 		if err := q.open(int(char.Fd()), maxIO); err != nil {
 			return err
 		}
 		d.queues = append(d.queues, q)
 	}
-	// Every queue must have all its fetches submitted before START_DEV,
-	// which waits for them from another thread.
 	ready := make(chan error, len(d.queues))
 	for _, q := range d.queues {
 		d.running.Add(1)
@@ -143,15 +226,7 @@ func (d *Device) start(ctx context.Context) error {
 	for range d.queues {
 		errs = append(errs, <-ready)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-
-	if err := ctrl.startDev(d.id, os.Getpid()); err != nil {
-		return err
-	}
-	d.live = true
-	return waitBlockNode(ctx, blockPath(d.id))
+	return errors.Join(errs...)
 }
 
 // Stop removes the device: the block device goes first while the queues

@@ -21,6 +21,7 @@ func TestNewRejects(t *testing.T) {
 		{"negative queues", Params{Size: 1 << 20}, Options{Queues: -1}},
 		{"buffer not whole pages", Params{Size: 1 << 20}, Options{MaxIOBytes: 6000}},
 		{"buffer beyond 32 MiB", Params{Size: 1 << 20}, Options{MaxIOBytes: 64 << 20}},
+		{"reissue without recovery", Params{Size: 1 << 20}, Options{ReissueOnRecovery: true}},
 		{"id beyond minors", Params{Size: 1 << 20}, Options{FixedID: true, ID: 1 << 20}},
 	}
 	for _, tt := range tests {
@@ -33,7 +34,7 @@ func TestNewRejects(t *testing.T) {
 
 type paramsTarget struct{ p Params }
 
-func (t *paramsTarget) Params() Params  { return t.p }
+func (t *paramsTarget) Params() Params   { return t.p }
 func (t *paramsTarget) Serve(r *Request) { r.Done(nil) }
 
 func TestOptionsDefaults(t *testing.T) {

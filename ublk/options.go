@@ -30,6 +30,14 @@ type Options struct {
 	// size of each tag's buffer: a multiple of the page size. Zero means
 	// DefaultMaxIOBytes.
 	MaxIOBytes int
+
+	// UserRecovery makes the device outlive its server: if the server
+	// dies, /dev/ublkbN stays (its I/O waits, "quiesced") until a new
+	// server takes it over with NewRecovery. Requests the dead server
+	// held fail with EIO, unless ReissueOnRecovery sends them to the new
+	// server instead.
+	UserRecovery      bool
+	ReissueOnRecovery bool
 }
 
 // withDefaults fills in zero fields and checks the rest, so that a bad
@@ -52,6 +60,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("ublk options: queue depth %d is outside 1..%d", o.Depth, uapi.UBLK_MAX_QUEUE_DEPTH)
 	case o.MaxIOBytes < page || o.MaxIOBytes%page != 0 || o.MaxIOBytes > 1<<uapi.UBLK_IO_BUF_BITS:
 		return o, fmt.Errorf("ublk options: max I/O size %d is not a multiple of the page size %d up to %d", o.MaxIOBytes, page, 1<<uapi.UBLK_IO_BUF_BITS)
+	case o.ReissueOnRecovery && !o.UserRecovery:
+		return o, fmt.Errorf("ublk options: ReissueOnRecovery needs UserRecovery")
 	case o.FixedID && o.ID >= 1<<20:
 		// The block layer's minor numbers run out at 2^20.
 		return o, fmt.Errorf("ublk options: device id %d is too large", o.ID)

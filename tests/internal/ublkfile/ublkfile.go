@@ -43,6 +43,8 @@ func run(args []string, stdout io.Writer) error {
 	queues := fs.Int("queues", 0, "hardware queues (0: one per CPU)")
 	depth := fs.Int("depth", 0, "queue depth (0: default)")
 	buffered := fs.Bool("buffered", false, "open the backing file without O_DIRECT")
+	recovery := fs.Bool("recovery", false, "let the device outlive this server (user recovery)")
+	recoverID := fs.Int("recover", -1, "take over quiesced device ID instead of adding one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +62,13 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	dev, err := ublk.New(tg, ublk.Options{Queues: *queues, Depth: *depth})
+	opts := ublk.Options{Queues: *queues, Depth: *depth, UserRecovery: *recovery}
+	var dev *ublk.Device
+	if *recoverID >= 0 {
+		dev, err = ublk.NewRecovery(tg, uint32(*recoverID), opts)
+	} else {
+		dev, err = ublk.New(tg, opts)
+	}
 	if err != nil {
 		return err
 	}
