@@ -24,6 +24,14 @@
 // Serve or Reap; those completions come back to Reap on the queue goroutine
 // and never cross a thread. This is the fast path for file and member I/O.
 //
+// # Lifecycle helpers
+//
+// A server that is killed leaves its device behind: RemoveOrphan and
+// RemoveOrphans delete devices whose server process is dead. With
+// Options.UserRecovery the device instead survives, quiesced, and
+// NewRecovery takes it over under the same number. Harness drives a Target
+// through the queue code without the driver, for tests on any kernel.
+//
 // # Concurrency
 //
 // Device.Start and Device.Stop may be called from any goroutine; Stop is
