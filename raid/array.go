@@ -53,6 +53,7 @@ type Array struct {
 	tags    [][]tagState // [queue][tag], each queue's owned by its goroutine
 	discard discardStats
 	engine  *discard.Engine
+	issuers []memberIssuer // closed after the engine
 }
 
 // Options shape how an array is served.
@@ -166,11 +167,11 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 			a.tags[q][t].init()
 		}
 	}
-	e, err := newEngine(a, o.Discard)
+	e, issuers, err := newEngine(a, o.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
 	}
-	a.engine = e
+	a.engine, a.issuers = e, issuers
 	return a, nil
 }
 
@@ -290,6 +291,9 @@ func (a *Array) Close() error {
 	var errs []error
 	if a.engine != nil {
 		errs = append(errs, a.engine.Close())
+	}
+	for _, i := range a.issuers {
+		errs = append(errs, i.close())
 	}
 	for _, m := range a.members {
 		if m != nil {

@@ -31,10 +31,17 @@ func ParseDiscardMode(s string) (discard.Mode, error) {
 	return 0, fmt.Errorf("discard mode %q: use sync (a discard completes when every member has trimmed) or async (it completes once queued)", s)
 }
 
-func newEngine(a *Array, o DiscardOptions) (*discard.Engine, error) {
+func newEngine(a *Array, o DiscardOptions) (*discard.Engine, []memberIssuer, error) {
 	mode, err := ParseDiscardMode(o.Mode)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var issuers []memberIssuer
+	fail := func(err error) (*discard.Engine, []memberIssuer, error) {
+		for _, i := range issuers {
+			i.close()
+		}
+		return nil, nil, err
 	}
 	cfg := discard.Config{
 		Mode: mode,
@@ -45,7 +52,6 @@ func newEngine(a *Array, o DiscardOptions) (*discard.Engine, error) {
 	for i, m := range a.members {
 		mc := discard.Member{MinGap: o.MinGap}
 		if m != nil && a.gran[i].Bytes > 0 {
-			mc.Issuer = memberIssuer{m: m, dataOff: a.dataOff[i]}
 			mc.MaxLen = m.DiscardMax
 			mc.InFlight = discard.InFlightSATA
 			if m.Block && !m.Rotational {
@@ -56,8 +62,18 @@ func newEngine(a *Array, o DiscardOptions) (*discard.Engine, error) {
 			if o.InFlight > 0 {
 				mc.InFlight = o.InFlight
 			}
+			is, err := newMemberIssuer(m, a.dataOff[i], mc.InFlight)
+			if err != nil {
+				return fail(fmt.Errorf("member %s: %w", m.Path, err))
+			}
+			issuers = append(issuers, is)
+			mc.Issuer = is
 		}
 		cfg.Members = append(cfg.Members, mc)
 	}
-	return discard.New(cfg)
+	e, err := discard.New(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	return e, issuers, nil
 }

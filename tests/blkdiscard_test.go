@@ -1,0 +1,57 @@
+package tests
+
+import (
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"uraid/ublk/blkdiscard"
+)
+
+// TestE2EBlockDiscardURing discards ranges of a loop device through io_uring's
+// BLOCK_URING_CMD_DISCARD, several at once, and checks the backing file lost exactly those blocks.
+func TestE2EBlockDiscardURing(t *testing.T) {
+	needGuest(t)
+	members, backing := memberSet(t, "loop", 1, 64<<20)
+	f, err := os.OpenFile(members[0], os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	block := []byte(strings.Repeat("x", 1<<20))
+	for off := int64(0); off < 64<<20; off += 1 << 20 {
+		_, err := f.WriteAt(block, off)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Sync())
+	before := allocatedBytes(t, backing[0])
+
+	d, err := blkdiscard.New(int(f.Fd()), 4)
+	require.NoError(t, err)
+	defer d.Close()
+	var wg sync.WaitGroup
+	for i := range 8 { // every other MiB of the first 16
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, d.Discard(int64(2*i)<<20, 1<<20))
+		}()
+	}
+	wg.Wait()
+	assert.True(t, d.Async(), "Linux 6.12 has BLOCK_URING_CMD_DISCARD; the discarder fell back to the ioctl")
+	after := allocatedBytes(t, backing[0])
+	assert.Equal(t, int64(8<<20), before-after, "the backing file should lose exactly the 8 discarded MiB")
+
+	buf := make([]byte, 1<<20)
+	for i := range 4 {
+		_, err := f.ReadAt(buf, int64(i)<<20)
+		require.NoError(t, err)
+		if i%2 == 0 {
+			assert.Equal(t, make([]byte, 1<<20), buf, "MiB %d was discarded", i)
+		} else {
+			assert.Equal(t, block, buf, "MiB %d was not discarded", i)
+		}
+	}
+}
