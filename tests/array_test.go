@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/daemon"
 	"uraid/raid"
 )
 
@@ -113,15 +115,16 @@ func TestE2EArrayLifecycle(t *testing.T) {
 	uraidBin(t)
 	for _, kind := range []string{"file", "loop"} {
 		for _, level := range []string{"linear", "0", "1", "10"} {
-			t.Run(kind+"-raid"+level, func(t *testing.T) { arrayLifecycle(t, kind, level) })
+			t.Run(kind+"-raid"+level, func(t *testing.T) { arrayLifecycle(t, kind, level, "sync") })
 		}
 	}
+	t.Run("loop-raid10-async", func(t *testing.T) { arrayLifecycle(t, "loop", "10", "async") })
 }
 
-func arrayLifecycle(t *testing.T, kind, level string) {
-	name := "e2e-" + kind + "-" + level
+func arrayLifecycle(t *testing.T, kind, level, mode string) {
+	name := "e2e-" + kind + "-" + level + "-" + mode
 	members, backing := memberSet(t, kind, 4, memberSize)
-	args := []string{"create", name, "--level", level}
+	args := []string{"create", name, "--level", level, "--discard", mode}
 	if level == "0" || level == "10" {
 		args = append(args, "--chunk", "64K")
 	}
@@ -158,6 +161,7 @@ func arrayLifecycle(t *testing.T, kind, level string) {
 		after = arrayDetail(t, name)
 		return after.Discard.Requests > before.Discard.Requests
 	}, 30*time.Second, 200*time.Millisecond, "deleting files sent no discard to the array")
+	assert.Equal(t, mode, after.DiscardMode)
 	var trimmed int64
 	for _, m := range after.Members {
 		trimmed += m.Discard.IssuedBytes
@@ -233,4 +237,87 @@ func TestE2EArrayRefusals(t *testing.T) {
 	assert.Contains(t, out, "already running")
 	assert.Equal(t, freshBefore, []string{fileSum(t, freshBacking[0]), fileSum(t, freshBacking[1])})
 	uraid(t, "stop", "busy")
+}
+
+// TestE2EArrayKilledDaemon kills an array's daemon with SIGKILL: stop removes the device it left,
+// and the members assemble again with the data written before the kill.
+func TestE2EArrayKilledDaemon(t *testing.T) {
+	uraidBin(t)
+	members, _ := memberSet(t, "file", 2, 64<<20)
+	dev := strings.TrimSpace(uraid(t, "create", "killed", "--level", "1", members[0], members[1]))
+	data := writeRandomFileTo(t, dev, 1<<20)
+	st := arrayDetail(t, "killed")
+	require.Positive(t, st.PID)
+	require.NoError(t, syscallKill(st.PID))
+	require.Eventually(t, func() bool { return !processAlive(st.PID) }, 10*time.Second, 50*time.Millisecond)
+
+	out, err := uraidCode(t, "stop", "killed")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "had died")
+	_, err = os.Stat(dev)
+	assert.True(t, os.IsNotExist(err), "%s survived stop after the kill", dev)
+	assert.Contains(t, uraid(t, "examine", members[0]), "dirty", "a killed array is not clean")
+
+	dev = strings.TrimSpace(uraid(t, "assemble", "killed", members[0], members[1]))
+	defer uraid(t, "stop", "killed")
+	got := make([]byte, len(data))
+	f, err := os.Open(dev)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.ReadAt(got, 0)
+	require.NoError(t, err)
+	assert.Equal(t, data, got, "data written before the kill")
+}
+
+// TestE2EArrayForegroundMetrics serves an array in the foreground as systemd would, reads its
+// Prometheus metrics, and stops it with SIGTERM.
+func TestE2EArrayForegroundMetrics(t *testing.T) {
+	bin := uraidBin(t)
+	members, _ := memberSet(t, "file", 2, 64<<20)
+	cmd := exec.Command(bin, "create", "fg", "--level", "0", "--chunk", "64K", "--foreground", members[0], members[1])
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line := make([]byte, 64)
+	n, err := stdout.Read(line)
+	require.NoError(t, err)
+	dev := strings.TrimSpace(string(line[:n]))
+	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"), "foreground create printed %q", dev)
+
+	sh(t, "blkdiscard", "-o", "0", "-l", "1048576", dev)
+	m, err := daemon.NewClient("fg").Metrics(t.Context())
+	require.NoError(t, err)
+	assert.Contains(t, string(m), `uraid_array_discard_requests_total{array="fg"} 1`)
+	assert.Contains(t, string(m), `uraid_member_discard_issued_bytes_total{array="fg",member="0"`)
+	assert.Contains(t, string(m), `uraid_array_state{array="fg",state="active"} 1`)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "a foreground array stopped by SIGTERM exits 0")
+	_, err = os.Stat(dev)
+	assert.True(t, os.IsNotExist(err))
+	assert.Contains(t, uraid(t, "examine", members[1]), "clean")
+}
+
+func writeRandomFileTo(t *testing.T, dev string, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	f, err := os.OpenFile(dev, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.WriteAt(b, 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	return b
+}
+
+func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// A zombie has exited; its parent (init in the guest) just has not reaped it yet.
+	return !strings.Contains(string(b), ") Z ")
 }
