@@ -90,8 +90,8 @@ func TestE2ESimSSDData(t *testing.T) {
 func TestE2ESimSSDDiscard(t *testing.T) {
 	needGuest(t)
 	const (
-		trim   = 150 * time.Millisecond
-		b2b    = 900 * time.Millisecond
+		trim = 150 * time.Millisecond
+		b2b  = 900 * time.Millisecond
 		// Wide, because under emulation the gap between one BLKDISCARD
 		// and the next TRIM ranges from milliseconds to hundreds of them.
 		window = 1500 * time.Millisecond
