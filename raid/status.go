@@ -32,13 +32,16 @@ type Status struct {
 
 // MemberStatus is one member slot.
 type MemberStatus struct {
-	Path      string              `json:"path"`
-	Index     int                 `json:"index"`
-	State     string              `json:"state"` // active, failed or missing
-	Kind      string              `json:"kind"`  // file or block
-	SizeBytes int64               `json:"size_bytes"`
-	IO        MemberIO            `json:"io"`
-	Discard   discard.MemberStats `json:"discard"`
+	Path      string `json:"path"`
+	Index     int    `json:"index"`
+	State     string `json:"state"` // active, failed or missing
+	Kind      string `json:"kind"`  // file or block
+	SizeBytes int64  `json:"size_bytes"`
+	// DiscardGranularity is the unit the member trims in, 0 when it cannot discard: its share of
+	// every discard is then skipped.
+	DiscardGranularity int64               `json:"discard_granularity"`
+	IO                 MemberIO            `json:"io"`
+	Discard            discard.MemberStats `json:"discard"`
 }
 
 // MemberIO counts a member's reads and writes.
@@ -98,6 +101,7 @@ func (a *Array) Status(device string, pid int) Status {
 			ms.Discard = ds[i]
 		}
 		if m != nil {
+			ms.DiscardGranularity = a.gran[i].Bytes
 			ms.Path, ms.SizeBytes, ms.Kind = m.Path, m.Size, "file"
 			if m.Block {
 				ms.Kind = "block"
