@@ -53,6 +53,11 @@ func newEngine(a *Array, o DiscardOptions) (*discard.Engine, []memberIssuer, err
 		mc := discard.Member{MinGap: o.MinGap}
 		if m != nil && a.gran[i].Bytes > 0 {
 			mc.MaxLen = m.DiscardMax
+			if a.gran[i].Alignment == 0 {
+				// The engine's granules start at offset 0; a misaligned member keeps byte units
+				// and mapping's inward rounding alone.
+				mc.Granularity = a.gran[i].Bytes
+			}
 			mc.InFlight = discard.InFlightSATA
 			if m.Block && !m.Rotational {
 				mc.InFlight = discard.InFlightNVMe
