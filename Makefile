@@ -25,8 +25,8 @@ test-vm: vm-setup
 	@mkdir -p $(BUILD)
 	$(GO) test -c -race -o $(BUILD)/tests.test ./tests
 	$(GO) build -o $(BUILD)/uraid ./cmd/uraid
-	$(VM) run -m 3072 -- env $(E2E_ENV) URAID_BIN=$(BUILD)/uraid \
-		$(BUILD)/tests.test -test.v -test.count=1 -test.timeout=25m
+	$(VM) run -m 3072 -t 3600 -- env $(E2E_ENV) URAID_BIN=$(BUILD)/uraid \
+		$(BUILD)/tests.test -test.v -test.count=1 -test.timeout=55m
 
 vm-setup:
 	@$(VM) check >/dev/null 2>&1 || $(VM) setup
