@@ -235,3 +235,24 @@ func TestAssembleRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 }
+
+func TestEngineConfigInFlight(t *testing.T) {
+	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 3, 64 << 10}, "sync")
+	defer a.Close()
+	cfg, issuers, err := engineConfig(a, DiscardOptions{Mode: "async", MinGap: 5, MemberInFlight: map[string]int{paths[1]: 7}})
+	require.NoError(t, err)
+	for _, i := range issuers {
+		i.close()
+	}
+	require.Len(t, cfg.Members, 3)
+	assert.Equal(t, 1, cfg.Members[0].InFlight, "files take one TRIM at a time by default")
+	assert.Equal(t, 7, cfg.Members[1].InFlight, "a per-member setting wins")
+	assert.EqualValues(t, 5, cfg.Members[2].MinGap)
+	assert.EqualValues(t, 4096, cfg.Members[0].Granularity)
+	cfg, issuers, err = engineConfig(a, DiscardOptions{InFlight: 3, MemberInFlight: map[string]int{paths[2]: 2}})
+	require.NoError(t, err)
+	for _, i := range issuers {
+		i.close()
+	}
+	assert.Equal(t, []int{3, 3, 2}, []int{cfg.Members[0].InFlight, cfg.Members[1].InFlight, cfg.Members[2].InFlight})
+}

@@ -15,6 +15,8 @@ type DiscardOptions struct {
 	// InFlight overrides how many TRIMs each member runs at once (0: 1 on rotational or
 	// SATA-like members and files, 4 on other block devices).
 	InFlight int
+	// MemberInFlight overrides InFlight for the members it names by path.
+	MemberInFlight map[string]int
 	// MinGap is the least time between two TRIMs on one member, for drives that charge a
 	// penalty for back-to-back TRIMs.
 	MinGap time.Duration
@@ -32,16 +34,32 @@ func ParseDiscardMode(s string) (discard.Mode, error) {
 }
 
 func newEngine(a *Array, o DiscardOptions) (*discard.Engine, []memberIssuer, error) {
-	mode, err := ParseDiscardMode(o.Mode)
+	cfg, issuers, err := engineConfig(a, o)
 	if err != nil {
 		return nil, nil, err
 	}
-	var issuers []memberIssuer
-	fail := func(err error) (*discard.Engine, []memberIssuer, error) {
+	e, err := discard.New(cfg)
+	if err != nil {
 		for _, i := range issuers {
 			i.close()
 		}
 		return nil, nil, err
+	}
+	return e, issuers, nil
+}
+
+// engineConfig picks each member's TRIM settings from what the member is and what was asked.
+func engineConfig(a *Array, o DiscardOptions) (discard.Config, []memberIssuer, error) {
+	mode, err := ParseDiscardMode(o.Mode)
+	if err != nil {
+		return discard.Config{}, nil, err
+	}
+	var issuers []memberIssuer
+	fail := func(err error) (discard.Config, []memberIssuer, error) {
+		for _, i := range issuers {
+			i.close()
+		}
+		return discard.Config{}, nil, err
 	}
 	cfg := discard.Config{
 		Mode: mode,
@@ -67,6 +85,9 @@ func newEngine(a *Array, o DiscardOptions) (*discard.Engine, []memberIssuer, err
 			if o.InFlight > 0 {
 				mc.InFlight = o.InFlight
 			}
+			if n, ok := o.MemberInFlight[m.Path]; ok && n > 0 {
+				mc.InFlight = n
+			}
 			is, err := newMemberIssuer(m, a.dataOff[i], mc.InFlight)
 			if err != nil {
 				return fail(fmt.Errorf("member %s: %w", m.Path, err))
@@ -76,9 +97,5 @@ func newEngine(a *Array, o DiscardOptions) (*discard.Engine, []memberIssuer, err
 		}
 		cfg.Members = append(cfg.Members, mc)
 	}
-	e, err := discard.New(cfg)
-	if err != nil {
-		return fail(err)
-	}
-	return e, issuers, nil
+	return cfg, issuers, nil
 }

@@ -63,6 +63,7 @@ func TestCreateRefusalsCLI(t *testing.T) {
 		{"chunk syntax", append([]string{"create", "a", "--level", "0", "--chunk", "lots"}, ms...), exitUsage, "K, M, G or T"},
 		{"bad layout", append([]string{"create", "a", "--level", "10", "--layout", "x9"}, ms...), exitUsage, "layout"},
 		{"bad discard mode", append([]string{"create", "a", "--level", "1", "--discard", "lazy"}, ms...), exitUsage, "use sync"},
+		{"bad trim-inflight", append([]string{"create", "a", "--level", "1", "--trim-inflight", "x=0"}, ms...), exitUsage, "MEMBER=COUNT"},
 		{"duplicate", []string{"create", "a", "--level", "1", ms[0], ms[0]}, exitError, "named twice"},
 		{"missing without size", []string{"create", "a", "--level", "1", ms[0], ms[1] + ".new"}, exitError, "give --size"},
 		{"too small", append([]string{"create", "a", "--level", "0", "--size", "1M"}, ms...), exitError, "too small"},
@@ -126,4 +127,21 @@ func TestStatusWithoutArrays(t *testing.T) {
 	code, _, errOut = runCLI(t, "stop", "nosuch")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "not running")
+}
+
+func TestParseInFlight(t *testing.T) {
+	all, per, err := parseInFlight("")
+	require.NoError(t, err)
+	assert.Zero(t, all)
+	assert.Nil(t, per)
+	all, _, err = parseInFlight("8")
+	require.NoError(t, err)
+	assert.Equal(t, 8, all)
+	_, per, err = parseInFlight("/dev/sda=1,/dev/nvme0n1=8")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"/dev/sda": 1, "/dev/nvme0n1": 8}, per)
+	for _, bad := range []string{"0", "65", "-1", "a", "/dev/sda", "/dev/sda=", "=3", "/dev/sda=2,", "/dev/sda=x"} {
+		_, _, err := parseInFlight(bad)
+		assert.Error(t, err, bad)
+	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +16,7 @@ import (
 // serveFlags are how create and assemble pass serving choices on to the daemon.
 type serveFlags struct {
 	discard    string
-	inflight   int
+	inflight   string
 	minGap     time.Duration
 	queues     int
 	depth      int
@@ -24,7 +26,7 @@ type serveFlags struct {
 func (f *serveFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.discard, "discard", "sync", "when a discard completes: sync (once every member trimmed) or async (once queued on every member)")
-	fl.IntVar(&f.inflight, "trim-inflight", 0, "TRIMs each member runs at once (0: 1 for files and rotational/SATA-like disks, 4 for others)")
+	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some\n(default: 1 for files and rotational/SATA-like disks, 4 for others)")
 	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs")
 	fl.IntVar(&f.queues, "queues", daemon.DefaultQueues, "ublk queues (0: one per CPU)")
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
@@ -35,10 +37,38 @@ func (f *serveFlags) check() error {
 	if _, err := raid.ParseDiscardMode(f.discard); err != nil {
 		return usageError{err}
 	}
-	if f.inflight < 0 || f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
-		return usageError{fmt.Errorf("--trim-inflight, --trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
+	if _, _, err := parseInFlight(f.inflight); err != nil {
+		return usageError{err}
+	}
+	if f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
+		return usageError{fmt.Errorf("--trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
 	}
 	return nil
+}
+
+// parseInFlight reads --trim-inflight: "" (defaults), "N" (every member) or "PATH=N,PATH=N".
+func parseInFlight(s string) (all int, per map[string]int, err error) {
+	if s == "" {
+		return 0, nil, nil
+	}
+	bad := fmt.Errorf("--trim-inflight %q: give a count from 1 to 64 for every member, or MEMBER=COUNT,... e.g. /dev/sda=1,/dev/nvme0n1=8", s)
+	count := func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 1 && n <= 64
+	}
+	if n, ok := count(s); ok {
+		return n, nil, nil
+	}
+	per = map[string]int{}
+	for _, kv := range strings.Split(s, ",") {
+		path, v, found := strings.Cut(kv, "=")
+		n, ok := count(v)
+		if !found || !ok || path == "" {
+			return 0, nil, bad
+		}
+		per[path] = n
+	}
+	return 0, per, nil
 }
 
 func (f *serveFlags) options(degraded bool) raid.Options {
@@ -46,13 +76,14 @@ func (f *serveFlags) options(degraded bool) raid.Options {
 	if q == 0 {
 		q = numCPU()
 	}
+	all, per, _ := parseInFlight(f.inflight) // checked by check
 	return raid.Options{Queues: q, Depth: f.depth, Degraded: degraded,
-		Discard: raid.DiscardOptions{Mode: f.discard, InFlight: f.inflight, MinGap: f.minGap}}
+		Discard: raid.DiscardOptions{Mode: f.discard, InFlight: all, MemberInFlight: per, MinGap: f.minGap}}
 }
 
 // args renders the flags for the detached `uraid serve`.
 func (f *serveFlags) args() []string {
-	return []string{"--discard", f.discard, fmt.Sprintf("--trim-inflight=%d", f.inflight),
+	return []string{"--discard", f.discard, "--trim-inflight=" + f.inflight,
 		"--trim-gap", f.minGap.String(), fmt.Sprintf("--queues=%d", f.queues), fmt.Sprintf("--depth=%d", f.depth)}
 }
 
