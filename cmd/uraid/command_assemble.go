@@ -26,20 +26,17 @@ array without its missing or stale members while every byte still has a copy.`,
 			if err := o.serve.check(); err != nil {
 				return err
 			}
-			if !o.serve.foreground {
-				// Checked here too, so that a wrong member is reported without starting anything.
-				a, err := raid.Assemble(args[0], args[1:], o.serve.options(o.degraded))
-				if err != nil {
-					return err
-				}
-				a.Close()
-				return serveDetached(cmd, args[0], args[1:], &o.serve, o.degraded)
-			}
+			// Assembled here even for a daemon, so that a wrong member is reported by this command
+			// before anything starts.
 			a, err := raid.Assemble(args[0], args[1:], o.serve.options(o.degraded))
 			if err != nil {
 				return err
 			}
-			return serveHere(cmd, a, &o.serve, nil)
+			if o.serve.foreground {
+				return serveHere(cmd, a, &o.serve, nil)
+			}
+			a.Close()
+			return serveDetached(cmd, args[0], args[1:], &o.serve, o.degraded)
 		},
 	}
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "run without missing or stale members if every byte still has a copy")
