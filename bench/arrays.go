@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"uraid/raid"
+)
+
+// System is one array implementation and configuration under test.
+type System struct {
+	Name    string // "md-raid10", "uraid-raid10-async"
+	MD      bool
+	Level   string // "0" or "10"
+	Discard string // uraid's --discard: "sync" or "async"
+}
+
+func mdSystem(level string) System {
+	return System{Name: "md-raid" + level, MD: true, Level: level}
+}
+
+func uraidSystem(level, mode string) System {
+	return System{Name: "uraid-raid" + level + "-" + mode, Level: level, Discard: mode}
+}
+
+// Systems lists the arrays for the given levels: md, uraid sync, uraid
+// async, in that order per level.
+func Systems(levels ...string) []System {
+	var s []System
+	for _, l := range levels {
+		s = append(s, mdSystem(l), uraidSystem(l, "sync"), uraidSystem(l, "async"))
+	}
+	return s
+}
+
+// array is a running array over members.
+type array struct {
+	sys  System
+	dev  string
+	name string
+}
+
+const (
+	mdDevice  = "/dev/md/bench"
+	arrayName = "bench"
+	chunk     = "512K"
+)
+
+// create builds sys over the member devices.
+func (r *Runner) create(sys System, members []string) (*array, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if sys.MD {
+		args := append([]string{"--create", mdDevice, "--run", "--assume-clean", "--level=" + sys.Level,
+			fmt.Sprintf("--raid-devices=%d", len(members)), "--chunk=512", "--metadata=1.2", "--homehost=any"}, members...)
+		if _, err := run(ctx, "mdadm", args...); err != nil {
+			return nil, err
+		}
+		dev, err := resolve(mdDevice)
+		if err != nil {
+			return nil, err
+		}
+		return &array{sys: sys, dev: dev}, nil
+	}
+	args := append([]string{"create", arrayName, "--level", sys.Level, "--chunk", chunk, "--discard", sys.Discard, "--force"}, members...)
+	out, err := run(ctx, r.cfg.URaid, args...)
+	if err != nil {
+		return nil, err
+	}
+	dev := strings.TrimSpace(out)
+	if !strings.HasPrefix(dev, "/dev/") {
+		return nil, fmt.Errorf("uraid create printed %q, want a device", dev)
+	}
+	return &array{sys: sys, dev: dev, name: arrayName}, nil
+}
+
+// resolve follows /dev/md/NAME to /dev/mdN, waiting for mdadm's node.
+func resolve(p string) (string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		dev, err := os.Readlink(p)
+		if err == nil {
+			if !strings.HasPrefix(dev, "/") {
+				dev = "/dev/md/" + dev
+			}
+			return cleanPath(dev), nil
+		}
+		if _, serr := os.Stat(p); serr == nil {
+			return p, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("md device %s did not appear: %w", p, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func cleanPath(p string) string {
+	parts := strings.Split(p, "/")
+	var out []string
+	for _, s := range parts {
+		switch s {
+		case "", ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return "/" + strings.Join(out, "/")
+}
+
+// stop takes the array down, leaving the members to be stopped.
+func (r *Runner) stop(a *array) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if a.sys.MD {
+		_, err := run(ctx, "mdadm", "--stop", a.dev)
+		return err
+	}
+	_, err := run(ctx, r.cfg.URaid, "stop", a.name)
+	return err
+}
+
+// drain waits until uraid has no TRIM queued or running on any member, so
+// that background work of one repetition does not leak into the next. md
+// has no background TRIMs.
+func (r *Runner) drain(a *array) error {
+	if a.sys.MD {
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		st, err := r.status(a)
+		if err != nil {
+			return err
+		}
+		busy := 0
+		for _, m := range st.Members {
+			busy += m.Discard.Queued + m.Discard.InFlight
+		}
+		if busy == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("uraid still has %d TRIMs queued after 5 minutes", busy)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (r *Runner) status(a *array) (raid.Status, error) {
+	var st raid.Status
+	out, err := run(context.Background(), r.cfg.URaid, "detail", "--json", a.name)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		return st, fmt.Errorf("uraid detail --json: %w", err)
+	}
+	return st, nil
+}
+
+// withArray starts members with drives, builds sys over them, calls f, and
+// tears everything down again.
+func (r *Runner) withArray(sys System, drives []Drive, f func(a *array) error) (err error) {
+	ms, err := r.startMembers(drives)
+	if err != nil {
+		return err
+	}
+	defer stopMembers(ms)
+	a, err := r.create(sys, paths(ms))
+	if err != nil {
+		return fmt.Errorf("%s: %w", sys.Name, err)
+	}
+	defer func() {
+		if serr := r.stop(a); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	if err := f(a); err != nil {
+		return fmt.Errorf("%s: %w", sys.Name, err)
+	}
+	return nil
+}
+
+func same(d Drive, n int) []Drive {
+	ds := make([]Drive, n)
+	for i := range ds {
+		ds[i] = d
+	}
+	return ds
+}

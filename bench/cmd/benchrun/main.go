@@ -1,0 +1,104 @@
+// Command benchrun runs the uraid-against-md benchmark suite (package bench)
+// as root on a kernel with ublk and md, and prints the results as JSON
+// between marker lines on stdout, progress on stderr. make bench runs it in
+// the guest; benchreport turns its output into docs/benchmarks.md figures.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"uraid/bench"
+)
+
+// Markers delimit the JSON in a console log that also carries progress.
+const (
+	BeginMarker = "=== benchrun results begin ==="
+	EndMarker   = "=== benchrun results end ==="
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		quick    = flag.Bool("quick", false, "smaller sizes and shorter runs (make bench-quick)")
+		reps     = flag.Int("reps", 3, "repetitions of every measurement")
+		only     = flag.String("only", "", "comma-separated scenario names or letters to run (default: all)")
+		simssd   = flag.String("simssd", "build/simssd", "simssd binary")
+		uraid    = flag.String("uraid", "build/uraid", "uraid binary")
+		memberMB = flag.Int("member-mib", 256, "size of each simulated SSD in MiB (held in RAM)")
+		trim     = flag.Duration("trim-latency", 2*time.Millisecond, "simulated TRIM latency")
+		b2b      = flag.Duration("b2b-latency", 20*time.Millisecond, "simulated back-to-back TRIM latency")
+		window   = flag.Duration("b2b-window", 5*time.Millisecond, "simulated back-to-back window")
+		maxDisc  = flag.String("max-discard", "32M", "simulated largest TRIM")
+	)
+	flag.Parse()
+	drive := bench.Drive{TrimLatency: *trim, B2BLatency: *b2b, B2BWindow: *window, MaxDiscard: *maxDisc}
+	r, err := bench.NewRunner(bench.Config{SimSSD: *simssd, URaid: *uraid, Reps: *reps, Quick: *quick,
+		MemberSize: int64(*memberMB) << 20, Drive: drive, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	suite := bench.Suite{
+		Started: time.Now().UTC().Format(time.RFC3339),
+		Quick:   *quick,
+		Reps:    *reps,
+		Machine: bench.Machine(),
+		Settings: map[string]string{
+			"members":          fmt.Sprintf("4 simulated SSDs of %d MiB, RAM-backed, one ublk queue of depth 128 each", *memberMB),
+			"drive":            drive.String(),
+			"fast drive (e,f)": bench.Fast.String(),
+			"slow drive (f)":   bench.SlowDrive.String() + ", member 0 of the RAID10",
+			"chunk":            "512 KiB; md with --assume-clean --metadata 1.2, RAID10 near-2 for both",
+		},
+	}
+	fmt.Fprintf(os.Stderr, "settings: %v\n", suite.Settings)
+	var failed []string
+	for _, s := range bench.Scenarios() {
+		if !selected(*only, s.Name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "== %s: %s\n", s.Name, s.Desc)
+		start := time.Now()
+		if err := s.Run(r); err != nil {
+			fmt.Fprintf(os.Stderr, "== %s FAILED: %v\n", s.Name, err)
+			failed = append(failed, s.Name)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "== %s done in %v\n", s.Name, time.Since(start).Round(time.Second))
+	}
+	suite.Results = r.Results()
+	b, err := json.MarshalIndent(suite, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s\n%s\n%s\n", BeginMarker, b, EndMarker)
+	if len(failed) > 0 {
+		return fmt.Errorf("scenarios failed: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// selected says whether scenario name ("c-fstrim") is in the list, which
+// may name it in full or by its letter.
+func selected(list, name string) bool {
+	if list == "" {
+		return true
+	}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == name || s == name[:1] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,17 @@
+// Package bench measures uraid against the kernel's md over the same
+// simulated SSDs (cmd/simssd), scenario by scenario: full-device discard,
+// small-file churn on ext4 -o discard, fstrim of a fragmented filesystem,
+// read latency under a discard stream, raw IOPS and throughput, and a
+// RAID10 with one slow SATA-like member.
+//
+// Every scenario starts fresh members for every array it measures, so md
+// and uraid see identical drives, and repeats each measurement; Results
+// keep every repetition and the median. Only ratios taken side by side in
+// one run mean anything: under emulation absolute figures are slow and
+// noisy.
+//
+// The Runner shells out to simssd, uraid, mdadm, fio and mkfs.ext4 and must
+// run as root on a kernel with ublk, md raid0 and raid10. A Runner is not
+// safe for concurrent use. The report half (Suite, Ratios, Compare) is pure
+// and is used on the host to turn the results into tables and plots.
+package bench

@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// fioSide is fio's figures for one direction of one job.
+type fioSide struct {
+	IOPS  float64 `json:"iops"`
+	BW    float64 `json:"bw"` // KiB/s
+	IOs   int64   `json:"total_ios"`
+	Clat  fioLat  `json:"clat_ns"`
+	Lat   fioLat  `json:"lat_ns"`
+	Trims int64   `json:"-"`
+}
+
+type fioLat struct {
+	Percentile map[string]float64 `json:"percentile"`
+}
+
+type fioJob struct {
+	Name  string  `json:"jobname"`
+	Read  fioSide `json:"read"`
+	Write fioSide `json:"write"`
+	Trim  fioSide `json:"trim"`
+}
+
+type fioOutput struct {
+	Jobs []fioJob `json:"jobs"`
+}
+
+// p99 is the 99th percentile completion latency in microseconds.
+func (s fioSide) p99() float64 { return s.Clat.Percentile["99.000000"] / 1000 }
+
+// fio runs the jobs (each a list of job options without dashes) and
+// returns their figures by job name. Options shared by every job go first.
+func fio(ctx context.Context, global []string, jobs map[string][]string) (map[string]fioJob, error) {
+	args := []string{"--output-format=json", "--ioengine=io_uring", "--direct=1", "--group_reporting=0"}
+	for _, g := range global {
+		args = append(args, "--"+g)
+	}
+	for name, opts := range jobs {
+		args = append(args, "--name="+name)
+		for _, o := range opts {
+			args = append(args, "--"+o)
+		}
+	}
+	out, err := run(ctx, "fio", args...)
+	if err != nil {
+		return nil, err
+	}
+	// fio may print notes before its JSON.
+	if i := strings.Index(out, "{"); i > 0 {
+		out = out[i:]
+	}
+	var o fioOutput
+	if err := json.Unmarshal([]byte(out), &o); err != nil {
+		return nil, fmt.Errorf("fio output: %w", err)
+	}
+	res := map[string]fioJob{}
+	for _, j := range o.Jobs {
+		res[j.Name] = j
+	}
+	for name := range jobs {
+		if _, ok := res[name]; !ok {
+			return nil, fmt.Errorf("fio reported no job %q", name)
+		}
+	}
+	return res, nil
+}
+
+func fioCtx(runtime time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), runtime+3*time.Minute)
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("runtime=%d", int(d.Seconds())) }

@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Result is one metric of one array in one scenario, over repetitions.
+type Result struct {
+	Scenario string    `json:"scenario"` // "a-blkdiscard", ...
+	Case     string    `json:"case"`     // a variant within the scenario: "discard", "during-fstrim", ...
+	System   string    `json:"system"`   // "md-raid10", "uraid-raid10-async", ...
+	Metric   string    `json:"metric"`   // "wall", "files_per_s", "read_p99", ...
+	Unit     string    `json:"unit"`     // "s", "ms", "us", "iops", "MiB/s", "files/s"
+	Better   string    `json:"better"`   // "lower" or "higher"
+	Values   []float64 `json:"values"`
+	Median   float64   `json:"median"`
+}
+
+// Key names the measurement independently of the array.
+func (r Result) Key() string { return r.Scenario + "/" + r.Case + "/" + r.Metric }
+
+// Suite is a whole run: where it ran, with what settings, and the results.
+type Suite struct {
+	Started  string            `json:"started"`
+	Quick    bool              `json:"quick"`
+	Reps     int               `json:"reps"`
+	Machine  map[string]string `json:"machine"`
+	Settings map[string]string `json:"settings"`
+	Results  []Result          `json:"results"`
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// Ratio is a uraid median over the md median of the same level and
+// measurement.
+type Ratio struct {
+	Key      string  `json:"key"`
+	Unit     string  `json:"unit"`
+	Better   string  `json:"better"`
+	URaid    string  `json:"uraid"`
+	MD       string  `json:"md"`
+	URaidVal float64 `json:"uraid_value"`
+	MDVal    float64 `json:"md_value"`
+	Ratio    float64 `json:"ratio"`
+}
+
+// Ratios pairs every uraid result with md's result of the same level and
+// measurement ("uraid-raid10-async" with "md-raid10").
+func (s *Suite) Ratios() []Ratio {
+	md := map[string]Result{}
+	for _, r := range s.Results {
+		if level, ok := mdLevel(r.System); ok {
+			md[level+"|"+r.Key()] = r
+		}
+	}
+	var out []Ratio
+	for _, r := range s.Results {
+		level, ok := uraidLevel(r.System)
+		if !ok {
+			continue
+		}
+		m, ok := md[level+"|"+r.Key()]
+		if !ok || m.Median == 0 {
+			continue
+		}
+		out = append(out, Ratio{Key: r.Key(), Unit: r.Unit, Better: r.Better, URaid: r.System, MD: m.System,
+			URaidVal: r.Median, MDVal: m.Median, Ratio: r.Median / m.Median})
+	}
+	return out
+}
+
+// mdLevel returns "raid10" for "md-raid10".
+func mdLevel(system string) (string, bool) {
+	var level string
+	if _, err := fmt.Sscanf(system, "md-%s", &level); err != nil {
+		return "", false
+	}
+	return level, true
+}
+
+// uraidLevel returns "raid10" for "uraid-raid10-async".
+func uraidLevel(system string) (string, bool) {
+	var rest string
+	if _, err := fmt.Sscanf(system, "uraid-%s", &rest); err != nil {
+		return "", false
+	}
+	for i := range rest {
+		if rest[i] == '-' {
+			return rest[:i], true
+		}
+	}
+	return rest, true
+}
+
+// Find returns the result of system for key.
+func (s *Suite) Find(system, key string) (Result, bool) {
+	for _, r := range s.Results {
+		if r.System == system && r.Key() == key {
+			return r, true
+		}
+	}
+	return Result{}, false
+}

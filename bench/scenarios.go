@@ -1,0 +1,384 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Scenario is one benchmark: it measures every system it is about.
+type Scenario struct {
+	Name string // "a-blkdiscard"
+	Desc string
+	Run  func(r *Runner) error
+}
+
+// Scenarios lists the suite in order.
+func Scenarios() []Scenario {
+	return []Scenario{
+		{"a-blkdiscard", "full-device BLKDISCARD wall time", (*Runner).fullDiscard},
+		{"b-churn", "ext4 small-file churn: files/s with -o discard and nodiscard", (*Runner).churn},
+		{"c-fstrim", "FITRIM wall time on a fragmented ext4", (*Runner).fstrim},
+		{"d-read-under-discard", "4 KiB random-read p99 with and without a discard stream", (*Runner).readUnderDiscard},
+		{"e-io", "random IOPS at QD32 and 1 MiB sequential throughput on fast members", (*Runner).rawIO},
+		{"f-slow-member", "RAID10 with one SATA-like member: fstrim and I/O latency while it runs", (*Runner).slowMember},
+	}
+}
+
+// scale picks the full or the quick figure.
+func (r *Runner) scale(full, quick int) int {
+	if r.cfg.Quick {
+		return quick
+	}
+	return full
+}
+
+func (r *Runner) dur(full, quick time.Duration) time.Duration {
+	if r.cfg.Quick {
+		return quick
+	}
+	return full
+}
+
+// (a) Full-device discard: how long the array takes to discard everything.
+func (r *Runner) fullDiscard() error {
+	for _, sys := range Systems("0", "10") {
+		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
+			for rep := range r.cfg.Reps {
+				if err := r.drain(a); err != nil {
+					return err
+				}
+				took, err := blkdiscard(a.dev)
+				if err != nil {
+					return err
+				}
+				r.logf("a %s rep %d: %v", sys.Name, rep, took)
+				r.add(Result{Scenario: "a-blkdiscard", Case: "full", System: sys.Name, Metric: "wall", Unit: "ms", Better: "lower"},
+					ms(took))
+			}
+			return r.drain(a)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// (b) Small-file churn: create files, sync, delete them, sync; repeat.
+// With -o discard every sync commits the freed blocks as discards.
+func (r *Runner) churn() error {
+	files, rounds := r.scale(400, 100), r.scale(3, 2)
+	for _, sys := range Systems("0", "10") {
+		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
+			if err := mkfs(a.dev); err != nil {
+				return err
+			}
+			for rep := range r.cfg.Reps {
+				for _, disc := range []bool{true, false} {
+					if err := r.drain(a); err != nil {
+						return err
+					}
+					rate, err := churnOnce(a.dev, disc, files, rounds)
+					if err != nil {
+						return err
+					}
+					c := map[bool]string{true: "discard", false: "nodiscard"}[disc]
+					r.logf("b %s %s rep %d: %.0f files/s", sys.Name, c, rep, rate)
+					r.add(Result{Scenario: "b-churn", Case: c, System: sys.Name, Metric: "files_per_s", Unit: "files/s", Better: "higher"}, rate)
+				}
+			}
+			return r.drain(a)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func churnOnce(dev string, disc bool, files, rounds int) (rate float64, err error) {
+	if err := mount(dev, disc); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if uerr := umount(); uerr != nil && err == nil {
+			err = uerr
+		}
+	}()
+	dir := filepath.Join(mountPoint, "churn")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	unix.Sync()
+	start := time.Now()
+	for range rounds {
+		if err := writeFiles(dir, "c", files, 4096); err != nil {
+			return 0, err
+		}
+		unix.Sync()
+		if err := removeFiles(dir, "c", files, 1); err != nil {
+			return 0, err
+		}
+		unix.Sync()
+	}
+	return float64(files*rounds) / time.Since(start).Seconds(), nil
+}
+
+// (c) fstrim of a fragmented filesystem.
+func (r *Runner) fstrim() error {
+	n, size := r.scale(600, 200), 64<<10
+	for _, sys := range Systems("0", "10") {
+		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
+			if err := mkfs(a.dev); err != nil {
+				return err
+			}
+			if err := mount(a.dev, false); err != nil {
+				return err
+			}
+			if err := fragment(n, size); err != nil {
+				umount()
+				return err
+			}
+			for rep := range r.cfg.Reps {
+				// A fresh mount forgets which groups were trimmed.
+				if err := umount(); err != nil {
+					return err
+				}
+				if err := r.drain(a); err != nil {
+					return err
+				}
+				if err := mount(a.dev, false); err != nil {
+					return err
+				}
+				took, err := fitrim()
+				if err != nil {
+					umount()
+					return err
+				}
+				r.logf("c %s rep %d: %v", sys.Name, rep, took)
+				r.add(Result{Scenario: "c-fstrim", Case: "fragmented", System: sys.Name, Metric: "wall", Unit: "ms", Better: "lower"}, ms(took))
+			}
+			if err := umount(); err != nil {
+				return err
+			}
+			return r.drain(a)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// (d) Random-read latency alone and beside a stream of 1 MiB discards in
+// the other half of the device.
+func (r *Runner) readUnderDiscard() error {
+	rt := r.dur(10*time.Second, 4*time.Second)
+	read := []string{"rw=randread", "bs=4k", "iodepth=4", "offset=0", "size=50%", secs(rt), "time_based"}
+	trim := []string{"rw=randtrim", "bs=1M", "iodepth=1", "offset=50%", "size=50%", "thinktime=20000", secs(rt), "time_based"}
+	for _, sys := range Systems("0", "10") {
+		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
+			for rep := range r.cfg.Reps {
+				for _, withTrim := range []bool{false, true} {
+					if err := r.drain(a); err != nil {
+						return err
+					}
+					jobs := map[string][]string{"read": read}
+					c := "alone"
+					if withTrim {
+						jobs["trim"] = trim
+						c = "with-discards"
+					}
+					ctx, cancel := fioCtx(rt)
+					res, err := fio(ctx, []string{"filename=" + a.dev}, jobs)
+					cancel()
+					if err != nil {
+						return err
+					}
+					p99 := res["read"].Read.p99()
+					r.logf("d %s %s rep %d: read p99 %.0f us, %d trims", sys.Name, c, rep, p99, res["trim"].Trim.IOs)
+					r.add(Result{Scenario: "d-read-under-discard", Case: c, System: sys.Name, Metric: "read_p99", Unit: "us", Better: "lower"}, p99)
+					if withTrim {
+						r.add(Result{Scenario: "d-read-under-discard", Case: c, System: sys.Name, Metric: "discards", Unit: "count", Better: "higher"},
+							float64(res["trim"].Trim.IOs))
+					}
+				}
+			}
+			return r.drain(a)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// (e) The I/O path alone: random 4 KiB IOPS at QD32 and 1 MiB sequential
+// throughput, on members whose TRIMs are instant. The discard mode does not
+// matter here, so uraid runs in sync mode only.
+func (r *Runner) rawIO() error {
+	rt := r.dur(8*time.Second, 3*time.Second)
+	tests := []struct {
+		name, metric, unit string
+		opts               []string
+		write              bool
+		iops               bool
+	}{
+		{"randread-4k-qd32", "iops", "iops", []string{"rw=randread", "bs=4k", "iodepth=32"}, false, true},
+		{"randwrite-4k-qd32", "iops", "iops", []string{"rw=randwrite", "bs=4k", "iodepth=32"}, true, true},
+		{"read-1m", "throughput", "MiB/s", []string{"rw=read", "bs=1M", "iodepth=8"}, false, false},
+		{"write-1m", "throughput", "MiB/s", []string{"rw=write", "bs=1M", "iodepth=8"}, true, false},
+	}
+	for _, sys := range []System{mdSystem("0"), uraidSystem("0", "sync"), mdSystem("10"), uraidSystem("10", "sync")} {
+		err := r.withArray(sys, same(Fast, 4), func(a *array) error {
+			for rep := range r.cfg.Reps {
+				for _, t := range tests {
+					ctx, cancel := fioCtx(rt)
+					res, err := fio(ctx, []string{"filename=" + a.dev, "size=256M", secs(rt), "time_based"},
+						map[string][]string{"io": t.opts})
+					cancel()
+					if err != nil {
+						return err
+					}
+					side := res["io"].Read
+					if t.write {
+						side = res["io"].Write
+					}
+					v := side.IOPS
+					if !t.iops {
+						v = side.BW / 1024
+					}
+					r.logf("e %s %s rep %d: %.1f %s", sys.Name, t.name, rep, v, t.unit)
+					r.add(Result{Scenario: "e-io", Case: t.name, System: sys.Name, Metric: t.metric, Unit: t.unit, Better: "higher"}, v)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SlowDrive is scenario (f)'s slow member: SATA-like, 100 ms per TRIM.
+var SlowDrive = Drive{TrimLatency: 100 * time.Millisecond, Exclusive: true}
+
+// (f) RAID10 with one SATA-like member: fstrim wall time of a fragmented
+// ext4, and 4 KiB random read/write latency and IOPS in a fixed window that
+// starts with the fstrim, against the same window without it.
+func (r *Runner) slowMember() error {
+	n, size := r.scale(200, 80), 256<<10
+	rt := r.dur(10*time.Second, 5*time.Second)
+	drives := append([]Drive{SlowDrive}, same(Fast, 3)...)
+	for _, sys := range Systems("10") {
+		err := r.withArray(sys, drives, func(a *array) error {
+			if err := mkfs(a.dev); err != nil {
+				return err
+			}
+			if err := mount(a.dev, false); err != nil {
+				return err
+			}
+			defer umount()
+			data := filepath.Join(mountPoint, "fio.data")
+			if err := preallocate(data, 32<<20); err != nil {
+				return err
+			}
+			if err := fragment(n, size); err != nil {
+				return err
+			}
+			job := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
+			for rep := range r.cfg.Reps {
+				for _, during := range []bool{false, true} {
+					if err := umount(); err != nil {
+						return err
+					}
+					if err := r.drain(a); err != nil {
+						return err
+					}
+					if err := mount(a.dev, false); err != nil {
+						return err
+					}
+					c := "idle"
+					if during {
+						c = "during-fstrim"
+					}
+					type trimRes struct {
+						took time.Duration
+						err  error
+					}
+					trimDone := make(chan trimRes, 1)
+					if during {
+						go func() {
+							// Let fio start its I/O first.
+							time.Sleep(500 * time.Millisecond)
+							took, err := fitrim()
+							trimDone <- trimRes{took, err}
+						}()
+					}
+					ctx, cancel := fioCtx(rt)
+					res, err := fio(ctx, nil, map[string][]string{"io": job})
+					cancel()
+					if during {
+						tr := <-trimDone
+						if tr.err != nil {
+							return tr.err
+						}
+						r.logf("f %s rep %d: fstrim %v", sys.Name, rep, tr.took)
+						r.add(Result{Scenario: "f-slow-member", Case: "fstrim", System: sys.Name, Metric: "wall", Unit: "ms", Better: "lower"}, ms(tr.took))
+					}
+					if err != nil {
+						return err
+					}
+					io := res["io"]
+					r.logf("f %s %s rep %d: read p99 %.0f us %.0f iops, write p99 %.0f us %.0f iops", sys.Name, c, rep,
+						io.Read.p99(), io.Read.IOPS, io.Write.p99(), io.Write.IOPS)
+					for _, m := range []struct {
+						metric, unit, better string
+						v                    float64
+					}{
+						{"read_p99", "us", "lower", io.Read.p99()},
+						{"write_p99", "us", "lower", io.Write.p99()},
+						{"read_iops", "iops", "higher", io.Read.IOPS},
+						{"write_iops", "iops", "higher", io.Write.IOPS},
+					} {
+						r.add(Result{Scenario: "f-slow-member", Case: c, System: sys.Name, Metric: m.metric, Unit: m.unit, Better: m.better}, m.v)
+					}
+				}
+			}
+			return r.drain(a)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preallocate writes a file of size bytes so that fio finds it laid out.
+func preallocate(path string, size int) error {
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i*13 + 5)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	for off := 0; off < size; off += len(buf) {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
