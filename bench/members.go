@@ -93,4 +93,3 @@ func paths(ms []*member) []string {
 	}
 	return p
 }
-
