@@ -321,3 +321,27 @@ func processAlive(pid int) bool {
 	// A zombie has exited; its parent (init in the guest) just has not reaped it yet.
 	return !strings.Contains(string(b), ") Z ")
 }
+
+// TestE2EArrayDegradedExitCode runs a mirror with a member missing: status and detail say so and
+// exit 3, for scripts.
+func TestE2EArrayDegradedExitCode(t *testing.T) {
+	uraidBin(t)
+	members, _ := memberSet(t, "file", 2, 64<<20)
+	uraid(t, "create", "deg", "--level", "1", members[0], members[1])
+	uraid(t, "stop", "deg")
+	out, err := uraidCode(t, "assemble", "deg", members[0])
+	require.Error(t, err, "a mirror without a member must not start without --degraded")
+	assert.Contains(t, out, "--degraded")
+	uraid(t, "assemble", "deg", "--degraded", members[0])
+	defer uraid(t, "stop", "deg")
+	for _, args := range [][]string{{"status"}, {"status", "deg"}, {"detail", "deg"}, {"detail", "--json", "deg"}} {
+		out, err := uraidCode(t, args...)
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "uraid %v: %s", args, out)
+		assert.Equal(t, 3, ee.ExitCode(), "uraid %v", args)
+		assert.Contains(t, out, "degraded")
+	}
+	assert.Contains(t, must(uraidCode(t, "status")), "[U_]")
+}
+
+func must(s string, _ error) string { return s }
