@@ -2,10 +2,12 @@ package bench
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,9 +18,12 @@ type member struct {
 	path string
 }
 
-// startMembers starts one simssd per drive and waits for their devices.
+// startMembers starts one simssd per drive, all at once since each takes
+// a while to start under emulation, and waits for their devices.
 func (r *Runner) startMembers(drives []Drive) ([]*member, error) {
-	var ms []*member
+	ms := make([]*member, len(drives))
+	errs := make([]error, len(drives))
+	var wg sync.WaitGroup
 	for i, d := range drives {
 		args := []string{"--size", fmt.Sprint(r.cfg.MemberSize), "--seed", fmt.Sprint(i + 1),
 			"--trim-latency", d.TrimLatency.String(), "--b2b-latency", d.B2BLatency.String(),
@@ -29,12 +34,22 @@ func (r *Runner) startMembers(drives []Drive) ([]*member, error) {
 		if d.MaxDiscard != "" {
 			args = append(args, "--max-discard", d.MaxDiscard)
 		}
-		m, err := startMember(r.cfg.SimSSD, args)
-		if err != nil {
-			stopMembers(ms)
-			return nil, err
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ms[i], errs[i] = startMember(r.cfg.SimSSD, args)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		var started []*member
+		for _, m := range ms {
+			if m != nil {
+				started = append(started, m)
+			}
 		}
-		ms = append(ms, m)
+		stopMembers(started)
+		return nil, err
 	}
 	return ms, nil
 }

@@ -35,6 +35,15 @@ func (r *Runner) scale(full, quick int) int {
 	return full
 }
 
+// levels are the RAID levels measured: RAID10 alone in a quick run, whose
+// every array costs seconds to set up under emulation.
+func (r *Runner) levels() []string {
+	if r.cfg.Quick {
+		return []string{"10"}
+	}
+	return []string{"0", "10"}
+}
+
 func (r *Runner) dur(full, quick time.Duration) time.Duration {
 	if r.cfg.Quick {
 		return quick
@@ -44,7 +53,7 @@ func (r *Runner) dur(full, quick time.Duration) time.Duration {
 
 // (a) Full-device discard: how long the array takes to discard everything.
 func (r *Runner) fullDiscard() error {
-	for _, sys := range Systems("0", "10") {
+	for _, sys := range Systems(r.levels()...) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			for rep := range r.cfg.Reps {
 				if err := r.drain(a); err != nil {
@@ -71,7 +80,7 @@ func (r *Runner) fullDiscard() error {
 // With -o discard every sync commits the freed blocks as discards.
 func (r *Runner) churn() error {
 	files, rounds := r.scale(400, 100), r.scale(3, 2)
-	for _, sys := range Systems("0", "10") {
+	for _, sys := range Systems(r.levels()...) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
 				return err
@@ -130,7 +139,7 @@ func churnOnce(dev string, disc bool, files, rounds int) (rate float64, err erro
 // (c) fstrim of a fragmented filesystem.
 func (r *Runner) fstrim() error {
 	n, size := r.scale(600, 200), 64<<10
-	for _, sys := range Systems("0", "10") {
+	for _, sys := range Systems(r.levels()...) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
 				return err
@@ -179,7 +188,7 @@ func (r *Runner) readUnderDiscard() error {
 	rt := r.dur(10*time.Second, 4*time.Second)
 	read := []string{"rw=randread", "bs=4k", "iodepth=4", "offset=0", "size=50%", secs(rt), "time_based"}
 	trim := []string{"rw=randtrim", "bs=1M", "iodepth=1", "offset=50%", "size=50%", "thinktime=20000", secs(rt), "time_based"}
-	for _, sys := range Systems("0", "10") {
+	for _, sys := range Systems(r.levels()...) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			for rep := range r.cfg.Reps {
 				for _, withTrim := range []bool{false, true} {
@@ -232,7 +241,11 @@ func (r *Runner) rawIO() error {
 		{"read-1m", "throughput", "MiB/s", []string{"rw=read", "bs=1M", "iodepth=8"}, false, false},
 		{"write-1m", "throughput", "MiB/s", []string{"rw=write", "bs=1M", "iodepth=8"}, true, false},
 	}
-	for _, sys := range []System{mdSystem("0"), uraidSystem("0", "sync"), mdSystem("10"), uraidSystem("10", "sync")} {
+	var systems []System
+	for _, l := range r.levels() {
+		systems = append(systems, mdSystem(l), uraidSystem(l, "sync"))
+	}
+	for _, sys := range systems {
 		err := r.withArray(sys, same(Fast, 4), func(a *array) error {
 			for rep := range r.cfg.Reps {
 				for _, t := range tests {

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Extract finds the results JSON between the begin and end markers in a
+// console log that also carries progress lines.
+func Extract(log []byte, begin, end string) (*Suite, error) {
+	i := bytes.Index(log, []byte(begin))
+	if i < 0 {
+		return nil, errors.New("no results in the log: the run did not get to the end (see its progress lines)")
+	}
+	rest := log[i+len(begin):]
+	j := bytes.Index(rest, []byte(end))
+	if j < 0 {
+		return nil, errors.New("results in the log are cut short: the guest stopped while printing them")
+	}
+	var s Suite
+	// A serial console turns \n into \r\n; JSON does not mind.
+	if err := json.Unmarshal(rest[:j], &s); err != nil {
+		return nil, fmt.Errorf("results JSON: %w", err)
+	}
+	return &s, nil
+}
+
+// Target is one goal of the suite checked against a run.
+type Target struct {
+	Scenario string
+	Goal     string
+	System   string
+	Value    float64 // the ratio compared with Limit
+	Limit    float64
+	AtMost   bool // Value must be <= Limit, else >= Limit
+	Missing  bool // the run lacks a figure the target needs
+}
+
+// Met says whether the target holds.
+func (t Target) Met() bool {
+	if t.Missing {
+		return false
+	}
+	if t.AtMost {
+		return t.Value <= t.Limit
+	}
+	return t.Value >= t.Limit
+}
+
+// Targets checks the suite's goals: each is a ratio of medians measured in
+// the same run.
+func (s *Suite) Targets() []Target {
+	var out []Target
+	ratio := func(scen, goal, sysA, keyA, sysB, keyB string, limit float64, atMost bool) {
+		a, okA := s.Find(sysA, keyA)
+		b, okB := s.Find(sysB, keyB)
+		t := Target{Scenario: scen, Goal: goal, System: sysA, Limit: limit, AtMost: atMost}
+		if !okA || !okB || b.Median == 0 {
+			t.Missing = true
+		} else {
+			t.Value = a.Median / b.Median
+		}
+		out = append(out, t)
+	}
+	for _, l := range []string{"0", "10"} {
+		md := "md-raid" + l
+		for _, m := range []string{"sync", "async"} {
+			u := "uraid-raid" + l + "-" + m
+			ratio("a", "full-device discard wall <= md", u, "a-blkdiscard/full/wall", md, "a-blkdiscard/full/wall", 1, true)
+		}
+		u := "uraid-raid" + l + "-async"
+		ratio("b", "churn -o discard >= 0.95x own nodiscard", u, "b-churn/discard/files_per_s", u, "b-churn/nodiscard/files_per_s", 0.95, false)
+		ratio("b", "churn -o discard not behind md", u, "b-churn/discard/files_per_s", md, "b-churn/discard/files_per_s", 1, false)
+		for _, m := range []string{"sync", "async"} {
+			u := "uraid-raid" + l + "-" + m
+			ratio("c", "fstrim wall <= md", u, "c-fstrim/fragmented/wall", md, "c-fstrim/fragmented/wall", 1, true)
+			ratio("d", "read p99 with discards <= 1.5x without", u, "d-read-under-discard/with-discards/read_p99",
+				u, "d-read-under-discard/alone/read_p99", 1.5, true)
+		}
+		us := "uraid-raid" + l + "-sync"
+		ratio("e", "4K randread IOPS >= 0.8x md", us, "e-io/randread-4k-qd32/iops", md, "e-io/randread-4k-qd32/iops", 0.8, false)
+		ratio("e", "4K randwrite IOPS >= 0.8x md", us, "e-io/randwrite-4k-qd32/iops", md, "e-io/randwrite-4k-qd32/iops", 0.8, false)
+		ratio("e", "1M read MiB/s >= 0.9x md", us, "e-io/read-1m/throughput", md, "e-io/read-1m/throughput", 0.9, false)
+		ratio("e", "1M write MiB/s >= 0.9x md", us, "e-io/write-1m/throughput", md, "e-io/write-1m/throughput", 0.9, false)
+	}
+	ratio("f", "fstrim wall <= 0.25x md", "uraid-raid10-async", "f-slow-member/fstrim/wall", "md-raid10", "f-slow-member/fstrim/wall", 0.25, true)
+	ratio("f", "read p99 during fstrim <= 0.5x md", "uraid-raid10-async", "f-slow-member/during-fstrim/read_p99",
+		"md-raid10", "f-slow-member/during-fstrim/read_p99", 0.5, true)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Scenario < out[j].Scenario })
+	return out
+}
+
+// WriteTargets prints the targets as a Markdown table.
+func (s *Suite) WriteTargets(w io.Writer) {
+	fmt.Fprintln(w, "| | target | array | ratio | limit | met |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---|")
+	for _, t := range s.Targets() {
+		v, met := fmt.Sprintf("%.2f", t.Value), map[bool]string{true: "yes", false: "**no**"}[t.Met()]
+		if t.Missing {
+			v, met = "n/a", "not measured"
+		}
+		op := ">="
+		if t.AtMost {
+			op = "<="
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s %.2f | %s |\n", t.Scenario, t.Goal, t.System, v, op, t.Limit, met)
+	}
+}
+
+// WriteRatios prints every uraid/md ratio as a Markdown table, with the
+// reference run's ratio beside it when ref is not nil.
+func (s *Suite) WriteRatios(w io.Writer, ref *Suite) {
+	refRatio := map[string]float64{}
+	if ref != nil {
+		for _, r := range ref.Ratios() {
+			refRatio[r.URaid+"|"+r.Key] = r.Ratio
+		}
+	}
+	rs := s.Ratios()
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Key < rs[j].Key })
+	head := "| measurement | uraid | uraid median | md median | uraid/md |"
+	rule := "|---|---|---:|---:|---:|"
+	if ref != nil {
+		head += " committed uraid/md |"
+		rule += "---:|"
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, rule)
+	for _, r := range rs {
+		better := "↓"
+		if r.Better == "higher" {
+			better = "↑"
+		}
+		line := fmt.Sprintf("| %s %s | %s | %s | %s | %.2f |", r.Key, better, strings.TrimPrefix(r.URaid, "uraid-"),
+			fmtVal(r.URaidVal, r.Unit), fmtVal(r.MDVal, r.Unit), r.Ratio)
+		if ref != nil {
+			if v, ok := refRatio[r.URaid+"|"+r.Key]; ok {
+				line += fmt.Sprintf(" %.2f |", v)
+			} else {
+				line += " – |"
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func fmtVal(v float64, unit string) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}

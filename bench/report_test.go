@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 5},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	} {
+		assert.Equal(t, c.want, median(c.in), "%v", c.in)
+	}
+}
+
+// TestMedianProperty: at least half of the values are <= the median and at
+// least half >= it, and the input is left as it was.
+func TestMedianProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := rapid.SliceOfN(rapid.Float64Range(-1e6, 1e6), 1, 20).Draw(t, "v")
+		orig := append([]float64(nil), v...)
+		m := median(v)
+		le, ge := 0, 0
+		for _, x := range v {
+			if x <= m {
+				le++
+			}
+			if x >= m {
+				ge++
+			}
+		}
+		if 2*le < len(v) || 2*ge < len(v) {
+			t.Fatalf("median %v of %v: %d <=, %d >=", m, v, le, ge)
+		}
+		if !assert.ObjectsAreEqual(orig, v) {
+			t.Fatalf("median reordered its input")
+		}
+	})
+}
+
+func suite(results ...Result) *Suite {
+	for i := range results {
+		results[i].Median = median(results[i].Values)
+	}
+	return &Suite{Results: results}
+}
+
+func TestRatiosPairLevels(t *testing.T) {
+	s := suite(
+		Result{Scenario: "a-blkdiscard", Case: "full", Metric: "wall", System: "md-raid10", Values: []float64{100, 300, 200}},
+		Result{Scenario: "a-blkdiscard", Case: "full", Metric: "wall", System: "md-raid0", Values: []float64{40}},
+		Result{Scenario: "a-blkdiscard", Case: "full", Metric: "wall", System: "uraid-raid10-async", Values: []float64{50}},
+		Result{Scenario: "a-blkdiscard", Case: "full", Metric: "wall", System: "uraid-raid0-sync", Values: []float64{20, 20}},
+		// No md figure for this one: no ratio.
+		Result{Scenario: "c-fstrim", Case: "fragmented", Metric: "wall", System: "uraid-raid0-sync", Values: []float64{1}},
+	)
+	got := map[string]float64{}
+	for _, r := range s.Ratios() {
+		got[r.URaid+" vs "+r.MD] = r.Ratio
+	}
+	assert.Equal(t, map[string]float64{"uraid-raid10-async vs md-raid10": 0.25, "uraid-raid0-sync vs md-raid0": 0.5}, got)
+}
+
+func TestTargets(t *testing.T) {
+	s := suite(
+		Result{Scenario: "b-churn", Case: "discard", Metric: "files_per_s", System: "uraid-raid10-async", Values: []float64{96}},
+		Result{Scenario: "b-churn", Case: "nodiscard", Metric: "files_per_s", System: "uraid-raid10-async", Values: []float64{100}},
+		Result{Scenario: "b-churn", Case: "discard", Metric: "files_per_s", System: "md-raid10", Values: []float64{120}},
+		Result{Scenario: "f-slow-member", Case: "fstrim", Metric: "wall", System: "uraid-raid10-async", Values: []float64{10}},
+		Result{Scenario: "f-slow-member", Case: "fstrim", Metric: "wall", System: "md-raid10", Values: []float64{100}},
+	)
+	byGoal := map[string]Target{}
+	for _, tg := range s.Targets() {
+		if tg.System == "uraid-raid10-async" {
+			byGoal[tg.Goal] = tg
+		}
+	}
+	own := byGoal["churn -o discard >= 0.95x own nodiscard"]
+	assert.InDelta(t, 0.96, own.Value, 1e-9)
+	assert.True(t, own.Met())
+	vsMD := byGoal["churn -o discard not behind md"]
+	assert.InDelta(t, 0.8, vsMD.Value, 1e-9)
+	assert.False(t, vsMD.Met())
+	f := byGoal["fstrim wall <= 0.25x md"]
+	assert.InDelta(t, 0.1, f.Value, 1e-9)
+	assert.True(t, f.Met())
+	missing := byGoal["read p99 during fstrim <= 0.5x md"]
+	assert.True(t, missing.Missing)
+	assert.False(t, missing.Met(), "a target without figures is not met")
+}
+
+func TestExtract(t *testing.T) {
+	s := suite(Result{Scenario: "a-blkdiscard", Case: "full", Metric: "wall", System: "md-raid0", Values: []float64{1, 2, 3}})
+	b, err := json.MarshalIndent(s, "", "  ")
+	require.NoError(t, err)
+	log := "progress\r\nBEGIN\r\n" + string(bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n"))) + "\r\nEND\r\nmore\r\n"
+	got, err := Extract([]byte(log), "BEGIN", "END")
+	require.NoError(t, err)
+	assert.Equal(t, s.Results, got.Results)
+
+	_, err = Extract([]byte("progress only"), "BEGIN", "END")
+	assert.ErrorContains(t, err, "no results")
+	_, err = Extract([]byte("BEGIN {\"results\": ["), "BEGIN", "END")
+	assert.ErrorContains(t, err, "cut short")
+}
+
+func TestWriteRatiosWithReference(t *testing.T) {
+	cur := suite(
+		Result{Scenario: "e-io", Case: "read-1m", Metric: "throughput", Unit: "MiB/s", Better: "higher", System: "md-raid0", Values: []float64{200}},
+		Result{Scenario: "e-io", Case: "read-1m", Metric: "throughput", Unit: "MiB/s", Better: "higher", System: "uraid-raid0-sync", Values: []float64{180}},
+	)
+	ref := suite(
+		Result{Scenario: "e-io", Case: "read-1m", Metric: "throughput", System: "md-raid0", Values: []float64{100}},
+		Result{Scenario: "e-io", Case: "read-1m", Metric: "throughput", System: "uraid-raid0-sync", Values: []float64{75}},
+	)
+	var out bytes.Buffer
+	cur.WriteRatios(&out, ref)
+	assert.Contains(t, out.String(), "| e-io/read-1m/throughput ↑ | raid0-sync | 180 MiB/s | 200 MiB/s | 0.90 | 0.75 |")
+}
