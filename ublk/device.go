@@ -232,7 +232,10 @@ func (d *Device) startQueues(ctx context.Context, n, depth, maxIO int) error {
 // Stop removes the device: the block device goes first while the queues
 // still serve (so in-flight I/O completes), then the queues, then the
 // kernel's device. It is idempotent, safe from any goroutine, and returns
-// the same result every time.
+// the same result every time. It waits for the target to finish every
+// request it holds: a target that never completes one makes Stop hang in
+// the kernel's del_gendisk. Whoever still has /dev/ublkbN open sees it go
+// away (I/O fails); the device number is freed once they close it.
 func (d *Device) Stop() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

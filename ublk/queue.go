@@ -98,6 +98,12 @@ func newQueue(id uint16, depth int, target Target, size int64) *queue {
 	return q
 }
 
+// queueRingFlags set up a queue ring for the one thread that ever touches
+// it: no locking for several submitters, and completions (the kernel's
+// requests included) processed only when that thread waits, instead of
+// interrupting it.
+var queueRingFlags uint32 = uapi.IORING_SETUP_COOP_TASKRUN | uapi.IORING_SETUP_SINGLE_ISSUER | uapi.IORING_SETUP_DEFER_TASKRUN
+
 // ringEntries sizes a queue ring: a commit per tag plus the target's own
 // I/O and the wake poll fit without forcing an early submit.
 func ringEntries(depth int) uint32 {
@@ -146,7 +152,7 @@ func (q *queue) run(ready chan<- error, exited func()) {
 	// Best effort: older kernels and unprivileged callers lack it.
 	_ = unix.Prctl(unix.PR_SET_IO_FLUSHER, 1, 0, 0, 0)
 
-	ring, err := uring.New(ringEntries(q.depth))
+	ring, err := uring.New(ringEntries(q.depth), uring.WithFlags(queueRingFlags))
 	if err != nil {
 		ready <- fmt.Errorf("ublk queue %d: %w", q.id, err)
 		return
