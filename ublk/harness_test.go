@@ -246,6 +246,35 @@ func TestRingTargetFanOut(t *testing.T) {
 	assert.ElementsMatch(t, []uint32{10, 11}, target.subs)
 }
 
+// twiceTarget completes every request twice, the second time from another
+// goroutine, as a buggy target might.
+type twiceTarget struct{ second chan *Request }
+
+func (t *twiceTarget) Params() Params { return Params{Size: 1 << 20} }
+func (t *twiceTarget) Serve(r *Request) {
+	r.Done(nil)
+	t.second <- r
+}
+
+func TestSecondCompletionIsIgnored(t *testing.T) {
+	target := &twiceTarget{second: make(chan *Request, 1)}
+	h := newTestHarness(t, target, 2, 4096)
+	for range 3 {
+		res, err := h.Do(HarnessRequest{Op: OpRead, Length: 4096})
+		require.NoError(t, err)
+		assert.Equal(t, int32(4096), res)
+		(<-target.second).Complete(-int32(unix.EIO))
+	}
+	// Had the late completions been taken, tag 0 would be finished
+	// again, or the stack would loop; instead tag 1 is what finishes.
+	require.NoError(t, h.Start(1, HarnessRequest{Op: OpRead, Length: 512}))
+	tag, res, err := h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(1), tag)
+	assert.Equal(t, int32(512), res)
+	<-target.second
+}
+
 type plainPrepTarget struct{ err error }
 
 func (t *plainPrepTarget) Params() Params { return Params{Size: 1 << 20} }

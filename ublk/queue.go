@@ -53,6 +53,9 @@ type queue struct {
 	// tagAborted.
 	serving, aborted int
 
+	// held[tag] is true from dispatch until the target's first
+	// completion of that request; any goroutine may clear it.
+	held []atomic.Bool
 	// done is filled by any goroutine (Request.Complete) and drained by
 	// the queue goroutine.
 	done completions
@@ -86,6 +89,7 @@ func newQueue(id uint16, depth int, target Target, size int64) *queue {
 		target: target,
 		reqs:   make([]Request, depth),
 		state:  make([]uint8, depth),
+		held:   make([]atomic.Bool, depth),
 		bufs:   make([][]byte, depth),
 		done:   newCompletions(depth),
 		wakeFd: -1,
@@ -117,6 +121,11 @@ func ringEntries(depth int) uint32 {
 // complete records res for tag and, if the queue goroutine is asleep in
 // the kernel, wakes it. Safe from any goroutine; does not allocate.
 func (q *queue) complete(tag uint16, res int32) {
+	// A second completion of the same request (a target bug) would link
+	// the tag into the stack twice and loop it; drop it instead.
+	if !q.held[tag].CompareAndSwap(true, false) {
+		return
+	}
 	q.done.push(tag, res)
 	// Dekker-style handshake with wait: the queue sets sleeping before
 	// its last look at done, the completer pushes before it looks at
@@ -275,6 +284,7 @@ func (q *queue) dispatch(tag uint16) {
 	r.NoUnmap = false
 	r.Buf = nil
 	q.state[tag] = tagServing
+	q.held[tag].Store(true)
 	q.serving++
 
 	switch uint8(opFlags) {
