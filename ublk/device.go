@@ -44,6 +44,12 @@ type Device struct {
 	char    *os.File
 	queues  []*queue
 	running sync.WaitGroup // queue goroutines
+
+	// failed is closed when a queue stops serving on its own; failErr,
+	// written once before the close, says why.
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  error
 }
 
 // New checks t's parameters and the options; nothing is asked of the
@@ -57,7 +63,32 @@ func New(t Target, opts Options) (*Device, error) {
 	if err := p.validate(os.Getpagesize()); err != nil {
 		return nil, err
 	}
-	return &Device{target: t, params: p, opts: o}, nil
+	return &Device{target: t, params: p, opts: o, failed: make(chan struct{})}, nil
+}
+
+// Failed is closed when a queue stops serving while the device is live,
+// which leaves the device unable to complete that queue's I/O: a server
+// should then Stop it (or exit, if it uses user recovery). Err says why.
+func (d *Device) Failed() <-chan struct{} { return d.failed }
+
+// Err is the error that closed Failed, or nil.
+func (d *Device) Err() error {
+	select {
+	case <-d.failed:
+		return d.failErr
+	default:
+		return nil
+	}
+}
+
+func (d *Device) queueExited(err error) {
+	if err != nil {
+		d.failOnce.Do(func() {
+			d.failErr = err
+			close(d.failed)
+		})
+	}
+	d.running.Done()
 }
 
 // NewRecovery prepares to take over device id, left quiesced by a server
@@ -220,7 +251,7 @@ func (d *Device) startQueues(ctx context.Context, n, depth, maxIO int) error {
 	ready := make(chan error, len(d.queues))
 	for _, q := range d.queues {
 		d.running.Add(1)
-		go q.run(ready, d.running.Done)
+		go q.run(ready, d.queueExited)
 	}
 	var errs []error
 	for range d.queues {

@@ -2,6 +2,7 @@ package ublk
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 
@@ -88,4 +89,23 @@ func TestContainsModule(t *testing.T) {
 	assert.True(t, containsModule(dep, "loop"))
 	assert.False(t, containsModule(dep, "ublk"))
 	assert.False(t, containsModule(dep, "nbd"))
+}
+
+func TestFailedReportsFirstQueueError(t *testing.T) {
+	d, err := New(&paramsTarget{Params{Size: 1 << 20}}, Options{})
+	require.NoError(t, err)
+	assert.NoError(t, d.Err())
+	d.running.Add(3)
+	d.queueExited(nil) // a queue that ended because the device stopped
+	select {
+	case <-d.Failed():
+		t.Fatal("Failed closed by a clean exit")
+	default:
+	}
+	first := errors.New("queue 1: io_uring_enter: bad address")
+	d.queueExited(first)
+	d.queueExited(errors.New("queue 0: later"))
+	<-d.Failed()
+	assert.Equal(t, first, d.Err())
+	d.running.Wait()
 }

@@ -149,8 +149,18 @@ func (q *queue) wake() {
 
 // run is the queue goroutine. ready receives nil once every tag has a
 // FETCH submitted (the precondition of START_DEV), or the setup error.
-func (q *queue) run(ready chan<- error, exited func()) {
-	defer exited()
+//
+// exited is called last, with the error that ended a queue that had been
+// serving (nil when it ended because the device stopped).
+func (q *queue) run(ready chan<- error, exited func(error)) {
+	var served bool
+	defer func() {
+		if served {
+			exited(q.err)
+		} else {
+			exited(nil)
+		}
+	}()
 	// The driver binds the queue to this thread. Never unlocked: when run
 	// returns the thread exits with it, which is what the kernel expects
 	// of a queue whose device is gone.
@@ -190,6 +200,7 @@ func (q *queue) run(ready chan<- error, exited func()) {
 		return
 	}
 	ready <- nil
+	served = true
 	q.err = q.loop()
 }
 
