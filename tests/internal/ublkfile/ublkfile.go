@@ -15,6 +15,7 @@ package ublkfile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -79,7 +80,13 @@ func run(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "ready %d\n", dev.ID())
 
-	for sig := range sigs {
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-dev.Failed():
+			return errors.Join(dev.Err(), dev.Stop())
+		}
 		if sig == unix.SIGUSR1 {
 			b, err := json.Marshal(tg.Stats())
 			if err != nil {
@@ -94,5 +101,4 @@ func run(args []string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "stopped")
 		return nil
 	}
-	return nil
 }
