@@ -36,16 +36,25 @@ type fioOutput struct {
 // p99 is the 99th percentile completion latency in microseconds.
 func (s fioSide) p99() float64 { return s.Clat.Percentile["99.000000"] / 1000 }
 
-// fio runs the jobs (each a list of job options without dashes) and
-// returns their figures by job name. Options shared by every job go first.
-func fio(ctx context.Context, global []string, jobs map[string][]string) (map[string]fioJob, error) {
+// job is one fio job: its name and options without the dashes. A job with
+// "stonewall" starts once every job before it has finished; jobs without it
+// run beside the one before.
+type job struct {
+	name string
+	opts []string
+}
+
+// fio runs the jobs in one invocation, since starting fio costs seconds
+// under emulation, and returns their figures by job name. The global
+// options apply to every job.
+func fio(ctx context.Context, global []string, jobs ...job) (map[string]fioJob, error) {
 	args := []string{"--output-format=json", "--ioengine=io_uring", "--direct=1", "--group_reporting=0"}
 	for _, g := range global {
 		args = append(args, "--"+g)
 	}
-	for name, opts := range jobs {
-		args = append(args, "--name="+name)
-		for _, o := range opts {
+	for _, j := range jobs {
+		args = append(args, "--name="+j.name)
+		for _, o := range j.opts {
 			args = append(args, "--"+o)
 		}
 	}
@@ -65,9 +74,9 @@ func fio(ctx context.Context, global []string, jobs map[string][]string) (map[st
 	for _, j := range o.Jobs {
 		res[j.Name] = j
 	}
-	for name := range jobs {
-		if _, ok := res[name]; !ok {
-			return nil, fmt.Errorf("fio reported no job %q", name)
+	for _, j := range jobs {
+		if _, ok := res[j.name]; !ok {
+			return nil, fmt.Errorf("fio reported no job %q", j.name)
 		}
 	}
 	return res, nil

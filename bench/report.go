@@ -13,13 +13,25 @@ import (
 // Extract finds the results JSON between the begin and end markers in a
 // console log that also carries progress lines.
 func Extract(log []byte, begin, end string) (*Suite, error) {
-	i := bytes.Index(log, []byte(begin))
-	if i < 0 {
-		return nil, errors.New("no results in the log: the run did not get to the end (see its progress lines)")
+	// The runner prints everything so far after every scenario: the last
+	// complete block is the most.
+	var rest []byte
+	j := -1
+	for tail := log; ; {
+		i := bytes.LastIndex(tail, []byte(begin))
+		if i < 0 {
+			break
+		}
+		rest = tail[i+len(begin):]
+		if j = bytes.Index(rest, []byte(end)); j >= 0 {
+			break
+		}
+		tail = tail[:i]
 	}
-	rest := log[i+len(begin):]
-	j := bytes.Index(rest, []byte(end))
-	if j < 0 {
+	switch {
+	case rest == nil:
+		return nil, errors.New("no results in the log: no scenario finished (see the progress lines)")
+	case j < 0:
 		return nil, errors.New("results in the log are cut short: the guest stopped while printing them")
 	}
 	var s Suite

@@ -111,6 +111,10 @@ func TestExtract(t *testing.T) {
 
 	_, err = Extract([]byte("progress only"), "BEGIN", "END")
 	assert.ErrorContains(t, err, "no results")
+	// A later block cut short leaves the last complete one.
+	got, err = Extract([]byte(log+"BEGIN {\"results\": ["), "BEGIN", "END")
+	require.NoError(t, err)
+	assert.Equal(t, s.Results, got.Results)
 	_, err = Extract([]byte("BEGIN {\"results\": ["), "BEGIN", "END")
 	assert.ErrorContains(t, err, "cut short")
 }

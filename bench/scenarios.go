@@ -53,7 +53,7 @@ func (r *Runner) dur(full, quick time.Duration) time.Duration {
 
 // (a) Full-device discard: how long the array takes to discard everything.
 func (r *Runner) fullDiscard() error {
-	for _, sys := range Systems(r.levels()...) {
+	for _, sys := range Systems(r.levels(), r.cfg.Quick) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			for rep := range r.cfg.Reps {
 				if err := r.drain(a); err != nil {
@@ -80,7 +80,7 @@ func (r *Runner) fullDiscard() error {
 // With -o discard every sync commits the freed blocks as discards.
 func (r *Runner) churn() error {
 	files, rounds := r.scale(400, 100), r.scale(3, 2)
-	for _, sys := range Systems(r.levels()...) {
+	for _, sys := range Systems(r.levels(), r.cfg.Quick) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
 				return err
@@ -139,7 +139,7 @@ func churnOnce(dev string, disc bool, files, rounds int) (rate float64, err erro
 // (c) fstrim of a fragmented filesystem.
 func (r *Runner) fstrim() error {
 	n, size := r.scale(600, 200), 64<<10
-	for _, sys := range Systems(r.levels()...) {
+	for _, sys := range Systems(r.levels(), r.cfg.Quick) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
 				return err
@@ -188,33 +188,28 @@ func (r *Runner) readUnderDiscard() error {
 	rt := r.dur(10*time.Second, 4*time.Second)
 	read := []string{"rw=randread", "bs=4k", "iodepth=4", "offset=0", "size=50%", secs(rt), "time_based"}
 	trim := []string{"rw=randtrim", "bs=1M", "iodepth=1", "offset=50%", "size=50%", "thinktime=20000", secs(rt), "time_based"}
-	for _, sys := range Systems(r.levels()...) {
+	// Reads alone, then reads beside the discard stream.
+	jobs := []job{{"alone", read}, {"with-discards", append([]string{"stonewall"}, read...)}, {"trim", trim}}
+	for _, sys := range Systems(r.levels(), r.cfg.Quick) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			for rep := range r.cfg.Reps {
-				for _, withTrim := range []bool{false, true} {
-					if err := r.drain(a); err != nil {
-						return err
-					}
-					jobs := map[string][]string{"read": read}
-					c := "alone"
-					if withTrim {
-						jobs["trim"] = trim
-						c = "with-discards"
-					}
-					ctx, cancel := fioCtx(rt)
-					res, err := fio(ctx, []string{"filename=" + a.dev}, jobs)
-					cancel()
-					if err != nil {
-						return err
-					}
-					p99 := res["read"].Read.p99()
-					r.logf("d %s %s rep %d: read p99 %.0f us, %d trims", sys.Name, c, rep, p99, res["trim"].Trim.IOs)
-					r.add(Result{Scenario: "d-read-under-discard", Case: c, System: sys.Name, Metric: "read_p99", Unit: "us", Better: "lower"}, p99)
-					if withTrim {
-						r.add(Result{Scenario: "d-read-under-discard", Case: c, System: sys.Name, Metric: "discards", Unit: "count", Better: "higher"},
-							float64(res["trim"].Trim.IOs))
-					}
+				if err := r.drain(a); err != nil {
+					return err
 				}
+				ctx, cancel := fioCtx(3 * rt)
+				res, err := fio(ctx, []string{"filename=" + a.dev}, jobs...)
+				cancel()
+				if err != nil {
+					return err
+				}
+				for _, c := range []string{"alone", "with-discards"} {
+					p99 := res[c].Read.p99()
+					r.logf("d %s %s rep %d: read p99 %.0f us", sys.Name, c, rep, p99)
+					r.add(Result{Scenario: "d-read-under-discard", Case: c, System: sys.Name, Metric: "read_p99", Unit: "us", Better: "lower"}, p99)
+				}
+				r.logf("d %s rep %d: %d discards", sys.Name, rep, res["trim"].Trim.IOs)
+				r.add(Result{Scenario: "d-read-under-discard", Case: "with-discards", System: sys.Name, Metric: "discards", Unit: "count", Better: "higher"},
+					float64(res["trim"].Trim.IOs))
 			}
 			return r.drain(a)
 		})
@@ -247,18 +242,21 @@ func (r *Runner) rawIO() error {
 	}
 	for _, sys := range systems {
 		err := r.withArray(sys, same(Fast, 4), func(a *array) error {
+			var jobs []job
+			for _, t := range tests {
+				jobs = append(jobs, job{t.name, append([]string{"stonewall"}, t.opts...)})
+			}
 			for rep := range r.cfg.Reps {
+				ctx, cancel := fioCtx(time.Duration(len(tests)) * rt)
+				res, err := fio(ctx, []string{"filename=" + a.dev, "size=256M", secs(rt), "time_based"}, jobs...)
+				cancel()
+				if err != nil {
+					return err
+				}
 				for _, t := range tests {
-					ctx, cancel := fioCtx(rt)
-					res, err := fio(ctx, []string{"filename=" + a.dev, "size=256M", secs(rt), "time_based"},
-						map[string][]string{"io": t.opts})
-					cancel()
-					if err != nil {
-						return err
-					}
-					side := res["io"].Read
+					side := res[t.name].Read
 					if t.write {
-						side = res["io"].Write
+						side = res[t.name].Write
 					}
 					v := side.IOPS
 					if !t.iops {
@@ -284,10 +282,10 @@ var SlowDrive = Drive{TrimLatency: 100 * time.Millisecond, Exclusive: true}
 // ext4, and 4 KiB random read/write latency and IOPS in a fixed window that
 // starts with the fstrim, against the same window without it.
 func (r *Runner) slowMember() error {
-	n, size := r.scale(200, 80), 256<<10
+	n, size := r.scale(120, 40), 256<<10
 	rt := r.dur(10*time.Second, 5*time.Second)
 	drives := append([]Drive{SlowDrive}, same(Fast, 3)...)
-	for _, sys := range Systems("10") {
+	for _, sys := range Systems([]string{"10"}, r.cfg.Quick) {
 		err := r.withArray(sys, drives, func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
 				return err
@@ -303,7 +301,7 @@ func (r *Runner) slowMember() error {
 			if err := fragment(n, size); err != nil {
 				return err
 			}
-			job := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
+			opts := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
 			for rep := range r.cfg.Reps {
 				for _, during := range []bool{false, true} {
 					if err := umount(); err != nil {
@@ -333,7 +331,7 @@ func (r *Runner) slowMember() error {
 						}()
 					}
 					ctx, cancel := fioCtx(rt)
-					res, err := fio(ctx, nil, map[string][]string{"io": job})
+					res, err := fio(ctx, nil, job{"io", opts})
 					cancel()
 					if during {
 						tr := <-trimDone

@@ -75,13 +75,15 @@ func run() error {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s done in %v\n", s.Name, time.Since(start).Round(time.Second))
+		// Everything so far, after every scenario, so that a run cut short
+		// by the guest's time limit still leaves results.
+		suite.Results = r.Results()
+		b, err := json.MarshalIndent(suite, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s\n%s\n%s\n", BeginMarker, b, EndMarker)
 	}
-	suite.Results = r.Results()
-	b, err := json.MarshalIndent(suite, "", "  ")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%s\n%s\n%s\n", BeginMarker, b, EndMarker)
 	if len(failed) > 0 {
 		return fmt.Errorf("scenarios failed: %s", strings.Join(failed, ", "))
 	}
