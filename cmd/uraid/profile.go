@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"time"
+)
+
+// URAID_CPUPROFILE=PATH makes `uraid serve` (also when create or assemble
+// start it in the background) write a CPU profile of its first
+// URAID_CPUPROFILE_SECONDS seconds (default 30) to PATH.PID, for finding
+// where the data path spends its time under a benchmark. The daemon never
+// exits on its own, so the profile is taken over a fixed window rather than
+// at exit. Other subcommands ignore the variable.
+func init() {
+	path := os.Getenv("URAID_CPUPROFILE")
+	if path == "" || len(os.Args) < 2 || os.Args[1] != "serve" {
+		return
+	}
+	secs := 30
+	if s := os.Getenv("URAID_CPUPROFILE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "uraid: URAID_CPUPROFILE_SECONDS=%q is not a positive number of seconds; profiling %ds\n", s, secs)
+		} else {
+			secs = n
+		}
+	}
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: CPU profile: %v\n", err)
+		return
+	}
+	go func() {
+		time.Sleep(time.Duration(secs) * time.Second)
+		pprof.StopCPUProfile()
+		out := fmt.Sprintf("%s.%d", path, os.Getpid())
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "uraid: CPU profile: %v\n", err)
+		}
+	}()
+}
