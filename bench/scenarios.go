@@ -79,7 +79,7 @@ func (r *Runner) fullDiscard() error {
 // (b) Small-file churn: create files, sync, delete them, sync; repeat.
 // With -o discard every sync commits the freed blocks as discards.
 func (r *Runner) churn() error {
-	files, rounds := r.scale(400, 100), r.scale(3, 2)
+	files, rounds := r.scale(300, 100), 2
 	for _, sys := range Systems(r.levels(), r.cfg.Quick) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
@@ -138,7 +138,7 @@ func churnOnce(dev string, disc bool, files, rounds int) (rate float64, err erro
 
 // (c) fstrim of a fragmented filesystem.
 func (r *Runner) fstrim() error {
-	n, size := r.scale(600, 200), 64<<10
+	n, size := r.scale(600, 120), 64<<10
 	for _, sys := range Systems(r.levels(), r.cfg.Quick) {
 		err := r.withArray(sys, same(r.cfg.Drive, 4), func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
@@ -185,7 +185,7 @@ func (r *Runner) fstrim() error {
 // (d) Random-read latency alone and beside a stream of 1 MiB discards in
 // the other half of the device.
 func (r *Runner) readUnderDiscard() error {
-	rt := r.dur(10*time.Second, 4*time.Second)
+	rt := r.dur(6*time.Second, 3*time.Second)
 	read := []string{"rw=randread", "bs=4k", "iodepth=4", "offset=0", "size=50%", secs(rt), "time_based"}
 	trim := []string{"rw=randtrim", "bs=1M", "iodepth=1", "offset=50%", "size=50%", "thinktime=20000", secs(rt), "time_based"}
 	// Reads alone, then reads beside the discard stream.
@@ -224,7 +224,7 @@ func (r *Runner) readUnderDiscard() error {
 // throughput, on members whose TRIMs are instant. The discard mode does not
 // matter here, so uraid runs in sync mode only.
 func (r *Runner) rawIO() error {
-	rt := r.dur(8*time.Second, 3*time.Second)
+	rt := r.dur(5*time.Second, 2*time.Second)
 	tests := []struct {
 		name, metric, unit string
 		opts               []string
@@ -283,7 +283,7 @@ var SlowDrive = Drive{TrimLatency: 100 * time.Millisecond, Exclusive: true}
 // starts with the fstrim, against the same window without it.
 func (r *Runner) slowMember() error {
 	n, size := r.scale(120, 40), 256<<10
-	rt := r.dur(10*time.Second, 5*time.Second)
+	rt := r.dur(8*time.Second, 4*time.Second)
 	drives := append([]Drive{SlowDrive}, same(Fast, 3)...)
 	for _, sys := range Systems([]string{"10"}, r.cfg.Quick) {
 		err := r.withArray(sys, drives, func(a *array) error {
