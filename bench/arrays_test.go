@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestCleanPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/dev/md/../md127": "/dev/md127",
+		"/dev/md127":       "/dev/md127",
+		"/dev//md/./x":     "/dev/md/x",
+		"/../x":            "/x",
+	} {
+		assert.Equal(t, want, cleanPath(in), in)
+	}
+}
+
+func TestSystems(t *testing.T) {
+	names := func(s []System) []string {
+		var n []string
+		for _, x := range s {
+			n = append(n, x.Name)
+		}
+		return n
+	}
+	assert.Equal(t, []string{"md-raid0", "uraid-raid0-sync", "uraid-raid0-async", "md-raid10", "uraid-raid10-sync", "uraid-raid10-async"},
+		names(Systems([]string{"0", "10"}, false)))
+	assert.Equal(t, []string{"md-raid10", "uraid-raid10-async"}, names(Systems([]string{"10"}, true)))
+	for _, s := range Systems([]string{"0", "10"}, false) {
+		if s.MD {
+			l, ok := mdLevel(s.Name)
+			assert.True(t, ok)
+			assert.Equal(t, "raid"+s.Level, l)
+		} else {
+			l, ok := uraidLevel(s.Name)
+			assert.True(t, ok)
+			assert.Equal(t, "raid"+s.Level, l, "uraid and md of a level must pair up in Ratios")
+		}
+	}
+}
