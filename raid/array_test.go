@@ -256,3 +256,27 @@ func TestEngineConfigInFlight(t *testing.T) {
 	}
 	assert.Equal(t, []int{3, 3, 2}, []int{cfg.Members[0].InFlight, cfg.Members[1].InFlight, cfg.Members[2].InFlight})
 }
+
+// TestArrayHotPathAllocs checks that reads, writes and flushes through the array's ring target
+// allocate nothing once warm: the mapping goes into per-tag slices and member I/O onto the queue's
+// ring.
+func TestArrayHotPathAllocs(t *testing.T) {
+	a, _ := createArray(t, arrayCase{LevelRAID10, LayoutN2, 4, 64 << 10}, "async")
+	defer a.Close()
+	h := harness(t, a)
+	for _, r := range []ublk.HarnessRequest{
+		{Op: ublk.OpWrite, Offset: 1 << 20, Length: 64 << 10},
+		{Op: ublk.OpRead, Offset: 1 << 20, Length: 64 << 10},
+		{Op: ublk.OpFlush},
+	} {
+		_, err := h.Do(r) // warm up: the ring and the tag's slices
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(50, func() {
+			res, err := h.Do(r)
+			if err != nil || res < 0 {
+				t.Fatalf("%v: %d %v", r.Op, res, err)
+			}
+		})
+		assert.Zero(t, allocs, "%v allocates", r.Op)
+	}
+}
