@@ -42,6 +42,23 @@ func Extract(log []byte, begin, end string) (*Suite, error) {
 	return &s, nil
 }
 
+// Merge replaces the results of every scenario that later measured with
+// later's, keeping the rest: a scenario run again on its own updates a
+// whole suite.
+func (s *Suite) Merge(later *Suite) {
+	redone := map[string]bool{}
+	for _, r := range later.Results {
+		redone[r.Scenario] = true
+	}
+	kept := s.Results[:0:0]
+	for _, r := range s.Results {
+		if !redone[r.Scenario] {
+			kept = append(kept, r)
+		}
+	}
+	s.Results = append(kept, later.Results...)
+}
+
 // Target is one goal of the suite checked against a run.
 type Target struct {
 	Scenario string

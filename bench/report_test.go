@@ -132,3 +132,16 @@ func TestWriteRatiosWithReference(t *testing.T) {
 	cur.WriteRatios(&out, ref)
 	assert.Contains(t, out.String(), "| e-io/read-1m/throughput ↑ | raid0-sync | 180 MiB/s | 200 MiB/s | 0.90 | 0.75 |")
 }
+
+func TestMerge(t *testing.T) {
+	s := suite(
+		Result{Scenario: "c-fstrim", System: "md-raid0", Values: []float64{1}},
+		Result{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{2}},
+		Result{Scenario: "d-read-under-discard", Case: "old-case", System: "md-raid0", Values: []float64{3}},
+	)
+	s.Merge(suite(Result{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}}))
+	assert.Equal(t, []Result{
+		{Scenario: "c-fstrim", System: "md-raid0", Values: []float64{1}, Median: 1},
+		{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}, Median: 4},
+	}, s.Results)
+}

@@ -182,12 +182,14 @@ func (r *Runner) fstrim() error {
 	return nil
 }
 
-// (d) Random-read latency alone and beside a stream of 1 MiB discards in
-// the other half of the device.
+// (d) Random-read latency alone and beside a stream of 20 1 MiB discards a
+// second in the other half of the device.
 func (r *Runner) readUnderDiscard() error {
 	rt := r.dur(6*time.Second, 3*time.Second)
 	read := []string{"rw=randread", "bs=4k", "iodepth=4", "offset=0", "size=50%", secs(rt), "time_based"}
-	trim := []string{"rw=randtrim", "bs=1M", "iodepth=1", "offset=50%", "size=50%", "thinktime=20000", secs(rt), "time_based"}
+	// A fixed rate, so that an array that acknowledges discards sooner is
+	// not handed more of them.
+	trim := []string{"rw=randtrim", "bs=1M", "iodepth=1", "offset=50%", "size=50%", "rate_iops=,,20", secs(rt), "time_based"}
 	// Reads alone, then reads beside the discard stream.
 	jobs := []job{{"alone", read}, {"with-discards", append([]string{"stonewall"}, read...)}, {"trim", trim}}
 	for _, sys := range Systems(r.levels(), r.cfg.Quick) {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"uraid/bench"
 )
@@ -27,7 +28,7 @@ func main() {
 
 func run() error {
 	var (
-		logPath = flag.String("log", "", "benchrun console log to read the results from")
+		logPath = flag.String("log", "", "benchrun console logs to read the results from, comma-separated; later ones redo scenarios of earlier ones")
 		in      = flag.String("in", "", "results JSON to read instead of a log")
 		out     = flag.String("out", "", "write the results JSON here")
 		ref     = flag.String("ref", "", "reference results JSON to print the ratios beside")
@@ -37,12 +38,21 @@ func run() error {
 	var s *bench.Suite
 	switch {
 	case *logPath != "":
-		b, err := os.ReadFile(*logPath)
-		if err != nil {
-			return err
-		}
-		if s, err = bench.Extract(b, beginMarker, endMarker); err != nil {
-			return fmt.Errorf("%s: %w", *logPath, err)
+		// Later logs redo scenarios of earlier ones.
+		for _, p := range strings.Split(*logPath, ",") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			next, err := bench.Extract(b, beginMarker, endMarker)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			if s == nil {
+				s = next
+			} else {
+				s.Merge(next)
+			}
 		}
 	case *in != "":
 		b, err := os.ReadFile(*in)
