@@ -24,7 +24,7 @@
 // Serve or Reap; those completions come back to Reap on the queue goroutine
 // and never cross a thread. This is the fast path for file and member I/O.
 //
-// # Lifecycle helpers
+// # Cleanup and recovery
 //
 // A server that is killed leaves its device behind: RemoveOrphan and
 // RemoveOrphans delete devices whose server process is dead. With
