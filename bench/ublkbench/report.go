@@ -3,6 +3,7 @@ package ublkbench
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,6 +31,9 @@ type Report struct {
 	Env     Env       `json:"env"`
 	Results []Result  `json:"results"`
 	Summary []Summary `json:"summary"`
+	// Profile is the server's CPU profile (pprof format) when the run
+	// took one; it is written to a file of its own, not into the JSON.
+	Profile []byte `json:"-"`
 }
 
 // Prefixes of the lines that carry data in a run's console output, which
@@ -37,6 +41,8 @@ type Report struct {
 const (
 	envPrefix    = "ublkbench env "
 	resultPrefix = "ublkbench result "
+	// The profile is base64 on one line, which a console passes intact.
+	profilePrefix = "ublkbench cpuprofile "
 )
 
 // EmitEnv and EmitResult print the lines ParseLog reads back.
@@ -44,6 +50,12 @@ func EmitEnv(w io.Writer, e Env) error { return emit(w, envPrefix, e) }
 
 // EmitResult prints one result line.
 func EmitResult(w io.Writer, r Result) error { return emit(w, resultPrefix, r) }
+
+// EmitProfile prints a CPU profile as one line.
+func EmitProfile(w io.Writer, prof []byte) error {
+	_, err := fmt.Fprintf(w, "%s%s\n", profilePrefix, base64.StdEncoding.EncodeToString(prof))
+	return err
+}
 
 func emit(w io.Writer, prefix string, v any) error {
 	b, err := json.Marshal(v)
@@ -62,7 +74,7 @@ func ParseLog(log []byte, ws []Workload) (Report, error) {
 	var r Report
 	var haveEnv bool
 	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 1<<20), 64<<20) // the profile line is long
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if i := strings.Index(line, envPrefix); i >= 0 {
@@ -76,6 +88,12 @@ func ParseLog(log []byte, ws []Workload) (Report, error) {
 				return Report{}, fmt.Errorf("log line %d: result: %w", n, err)
 			}
 			r.Results = append(r.Results, res)
+		} else if i := strings.Index(line, profilePrefix); i >= 0 {
+			p, err := base64.StdEncoding.DecodeString(line[i+len(profilePrefix):])
+			if err != nil {
+				return Report{}, fmt.Errorf("log line %d: profile: %w", n, err)
+			}
+			r.Profile = p
 		}
 	}
 	if err := sc.Err(); err != nil {

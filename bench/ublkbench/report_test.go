@@ -26,10 +26,13 @@ func TestParseLogRoundTrip(t *testing.T) {
 		log.WriteString("noise ")
 		require.NoError(t, EmitResult(&log, r))
 	}
+	prof := bytes.Repeat([]byte{0, 1, 2, 0xff, '\n'}, 100000)
+	require.NoError(t, EmitProfile(&log, prof))
 	got, err := ParseLog(bytes.ReplaceAll(log.Bytes(), []byte("\n"), []byte("\r\n")), ws)
 	require.NoError(t, err)
 	assert.Equal(t, env, got.Env)
 	assert.Equal(t, rs, got.Results)
+	assert.Equal(t, prof, got.Profile)
 	require.Len(t, got.Summary, 1)
 	assert.Equal(t, 80.0, got.Summary[0].Ublk.IOPS)
 	assert.Equal(t, 0.8, got.Summary[0].Ratio.IOPS)
@@ -47,6 +50,7 @@ func TestParseLogRefuses(t *testing.T) {
 		{"no results", env.String(), "0 results"},
 		{"no env", res.String(), "0 env lines"},
 		{"bad json", env.String() + resultPrefix + "{\n", "result"},
+		{"bad profile", env.String() + res.String() + profilePrefix + "!!\n", "profile"},
 		{"unpaired", env.String() + res.String(), "1 ublk and 0 loop"},
 	}
 	for _, tt := range tests {

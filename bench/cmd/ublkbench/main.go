@@ -80,6 +80,7 @@ func report(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ublkbench report", flag.ContinueOnError)
 	log := fs.String("log", "", "console log of a run (required)")
 	out := fs.String("out", "", "write the report JSON here (default: do not write)")
+	prof := fs.String("cpuprofile", "", "write the server's CPU profile here, if the run took one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,6 +101,11 @@ func report(args []string, stdout io.Writer) error {
 			return err
 		}
 		if err := os.WriteFile(*out, append(j, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if *prof != "" && r.Profile != nil {
+		if err := os.WriteFile(*prof, r.Profile, 0o644); err != nil {
 			return err
 		}
 	}
