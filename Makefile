@@ -15,9 +15,11 @@ build:
 vet:
 	$(GO) vet ./...
 
-# Unit and property tests on the host, race detector on.
+# Unit and property tests on the host, race detector on; then every in-process benchmark once, so
+# that none rots (their figures come from make bench).
 test-unit: vet
 	URAID_VERIFY=1 $(GO) test -race -count=1 ./...
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/...
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel. Everything it runs
 # is built here on the host; the guest sees this tree at the same path.
