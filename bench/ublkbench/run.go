@@ -161,11 +161,19 @@ func profile(ctx context.Context, cfg Config, uopts ublk.Options, out, log io.Wr
 	if err != nil {
 		return errors.Join(err, dev.detach())
 	}
+	threads, err := readThreadCPU()
+	if err != nil {
+		return errors.Join(err, f.Close(), dev.detach())
+	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return errors.Join(err, f.Close(), dev.detach())
 	}
 	figs, err := runFio(ctx, dev, cfg, ws)
 	pprof.StopCPUProfile()
+	if now, terr := readThreadCPU(); terr == nil {
+		fmt.Fprintf(out, "ublkbench thread CPU ticks (of 100 a second) over the profiled jobs: %s\n",
+			strings.Join(now.Since(threads), ", "))
+	}
 	if err := errors.Join(err, f.Close(), dev.detach()); err != nil {
 		return err
 	}
