@@ -1,0 +1,30 @@
+#!/bin/bash
+# Runs ublkbench in the tests/vm/vm guest over one of two backing stores:
+#   tmpfs   a file on the guest's /tmp (RAM)
+#   ext4    a file on ext4 made on a brd RAM disk: a filesystem over a block
+#           device, as on an SSD, and one that takes io_uring's non-blocking
+#           direct I/O inline (see docs/bench-ublk.md for why that matters)
+# Usage: tests/vm/vm run -m 3072 -- bench/ublkbench/guest.sh BACKING [ublkbench run flags...]
+set -euo pipefail
+bin=${UBLKBENCH:-build/ublkbench/ublkbench}
+backing=${1:?usage: guest.sh tmpfs|ext4 [flags...]}
+shift
+case $backing in
+tmpfs)
+	exec "$bin" run -file /tmp/ublkbench.img "$@"
+	;;
+ext4)
+	mnt=/tmp/ublkbench-ext4
+	# 1.25 GiB of RAM disk holds the 1 GiB file and ext4's metadata.
+	tests/vm/vm modprobe brd rd_nr=1 rd_size=$((1280 * 1024)) max_part=0
+	mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 /dev/ram0
+	mkdir -p $mnt
+	mount -o noatime /dev/ram0 $mnt
+	trap 'umount $mnt' EXIT
+	"$bin" run -file $mnt/ublkbench.img "$@"
+	;;
+*)
+	echo "guest.sh: backing $backing is neither tmpfs nor ext4" >&2
+	exit 2
+	;;
+esac
