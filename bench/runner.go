@@ -125,12 +125,9 @@ func Machine() map[string]string {
 	if out, err := run(context.Background(), "fio", "--version"); err == nil {
 		m["fio"] = strings.TrimSpace(out)
 	}
-	if out, err := run(context.Background(), "mdadm", "--version"); err == nil {
-		m["mdadm"] = strings.TrimSpace(out)
-	} else if strings.Contains(err.Error(), "mdadm") {
-		// mdadm prints its version on stderr.
-		_, msg, _ := strings.Cut(err.Error(), ": exit status 0: ")
-		m["mdadm"] = msg
+	// mdadm prints its version on stderr.
+	if out, err := exec.Command("mdadm", "--version").CombinedOutput(); err == nil {
+		m["mdadm"] = strings.TrimSpace(string(out))
 	}
 	return m
 }
