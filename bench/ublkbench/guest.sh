@@ -4,14 +4,20 @@
 #   ext4    a file on ext4 made on a brd RAM disk: a filesystem over a block
 #           device, as on an SSD, and one that takes io_uring's non-blocking
 #           direct I/O inline (see docs/bench-ublk.md for why that matters)
+#   brd     the brd RAM disk itself: a block device, as uraid's members are,
+#           with no filesystem between the targets and the memory
 # Usage: tests/vm/vm run -m 3072 -- bench/ublkbench/guest.sh BACKING [ublkbench run flags...]
 set -euo pipefail
 bin=${UBLKBENCH:-build/ublkbench/ublkbench}
-backing=${1:?usage: guest.sh tmpfs|ext4 [flags...]}
+backing=${1:?usage: guest.sh tmpfs|ext4|brd [flags...]}
 shift
 case $backing in
 tmpfs)
 	exec "$bin" run -file /tmp/ublkbench.img "$@"
+	;;
+brd)
+	tests/vm/vm modprobe brd rd_nr=1 rd_size=$((1024 * 1024)) max_part=0
+	exec "$bin" run -file /dev/ram0 "$@"
 	;;
 ext4)
 	mnt=/tmp/ublkbench-ext4
@@ -24,7 +30,7 @@ ext4)
 	"$bin" run -file $mnt/ublkbench.img "$@"
 	;;
 *)
-	echo "guest.sh: backing $backing is neither tmpfs nor ext4" >&2
+	echo "guest.sh: backing $backing is not tmpfs, ext4 or brd" >&2
 	exit 2
 	;;
 esac

@@ -46,11 +46,19 @@ func Run(ctx context.Context, cfg Config, out, log io.Writer) error {
 		return fmt.Errorf("want at least one repetition, 1 MiB and one second per job; have %d, %d bytes, %v", cfg.Reps, cfg.Size, cfg.Runtime)
 	}
 	fmt.Fprintf(log, "ublkbench: filling %s (%d MiB)\n", cfg.File, cfg.Size>>20)
-	fs, err := fill(cfg.File, cfg.Size)
+	// A block device (a RAM disk, like the SSDs uraid serves) is filled
+	// in place and left; a file is made here and removed after.
+	bdev := false
+	if st, err := os.Stat(cfg.File); err == nil && st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0 {
+		bdev = true
+	}
+	fs, err := fill(cfg.File, cfg.Size, bdev)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(cfg.File)
+	if !bdev {
+		defer os.Remove(cfg.File)
+	}
 
 	env := environment(cfg, fs)
 	// Learn whether loop really does direct I/O before measuring anything.
@@ -191,9 +199,14 @@ func profile(ctx context.Context, cfg Config, uopts ublk.Options, out, log io.Wr
 
 // fill writes size bytes of non-zero data to path, so that reads find
 // data rather than holes the filesystem answers without touching memory.
-// It returns the filesystem's name for the record.
-func fill(path string, size int64) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+// It returns the filesystem's name for the record. A block device must
+// hold size bytes; fio and both targets use only that much of it.
+func fill(path string, size int64, bdev bool) (string, error) {
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if bdev {
+		flags = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("backing file: %w", err)
 	}
@@ -211,6 +224,9 @@ func fill(path string, size int64) (string, error) {
 	}
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("backing file: %w", err)
+	}
+	if bdev {
+		return "block device", nil
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
