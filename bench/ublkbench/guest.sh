@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs ublkbench in the tests/vm/vm guest over one of two backing stores:
+# Runs ublkbench in the tests/vm/vm guest over one of three backing stores:
 #   tmpfs   a file on the guest's /tmp (RAM)
 #   ext4    a file on ext4 made on a brd RAM disk: a filesystem over a block
 #           device, as on an SSD, and one that takes io_uring's non-blocking
