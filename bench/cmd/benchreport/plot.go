@@ -79,9 +79,16 @@ func drawChart(s *bench.Suite, c chart, path string) error {
 		p.Add(bars)
 		p.Legend.Add(sys, bars)
 	}
-	p.Legend.Top = true
 	p.NominalX(cases...)
-	return p.Save(vg.Length(140+40*len(cases))*vg.Millimeter/vg.Length(1)*1, 100*vg.Millimeter, path)
+	// Room above the bars for the legend, and beside the outer groups.
+	p.Y.Min = 0
+	p.Y.Max *= 1.35
+	p.X.Min -= 0.6
+	p.X.Max += 0.6
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Millimeter * 5
+	return p.Save(vg.Length(100+45*len(cases))*vg.Millimeter, 100*vg.Millimeter, path)
 }
 
 // systemColor keeps an array's colour the same across charts: md in greys,
