@@ -49,11 +49,13 @@ type Array struct {
 	gran    []mapping.Granularity
 	dataOff []int64
 
-	opts    Options
-	tags    [][]tagState // [queue][tag], each queue's owned by its goroutine
-	discard discardStats
-	engine  *discard.Engine
-	issuers []memberIssuer // closed after the engine
+	opts Options
+	tags [][]tagState // [queue][tag], each queue's owned by its goroutine
+	// readTurn spreads reads over the copies, one counter per queue, owned by its goroutine.
+	readTurn []uint32
+	discard  discardStats
+	engine   *discard.Engine
+	issuers  []memberIssuer // closed after the engine
 }
 
 // Options shape how an array is served.
@@ -140,11 +142,12 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 	}
 	a := &Array{
 		Name: sb.Name, sb: sb, m: m, members: members, opts: o,
-		state:   make([]atomic.Int32, len(members)),
-		stats:   make([]memberStats, len(members)),
-		gran:    make([]mapping.Granularity, len(members)),
-		dataOff: make([]int64, len(members)),
-		tags:    make([][]tagState, o.Queues),
+		state:    make([]atomic.Int32, len(members)),
+		stats:    make([]memberStats, len(members)),
+		gran:     make([]mapping.Granularity, len(members)),
+		dataOff:  make([]int64, len(members)),
+		tags:     make([][]tagState, o.Queues),
+		readTurn: make([]uint32, o.Queues),
 	}
 	for i, mem := range members {
 		a.dataOff[i] = int64(sb.DataOffset)

@@ -280,3 +280,24 @@ func TestArrayHotPathAllocs(t *testing.T) {
 		assert.Zero(t, allocs, "%v allocates", r.Op)
 	}
 }
+
+// TestArrayReadsSpreadOverMirrors checks that reads use every copy, not only the first of each
+// mirror set: a mirror's point is twice the read capacity as much as a second copy.
+func TestArrayReadsSpreadOverMirrors(t *testing.T) {
+	for _, c := range []arrayCase{{LevelRAID1, LayoutNone, 2, 0}, {LevelRAID10, LayoutN2, 4, 64 << 10}, {LevelRAID10, LayoutN2, 3, 16 << 10}} {
+		t.Run(c.String(), func(t *testing.T) {
+			a, _ := createArray(t, c, "sync")
+			defer a.Close()
+			h := harness(t, a)
+			const reads = 400
+			for i := range reads {
+				do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
+			}
+			st := a.Status("", 0)
+			fair := float64(reads) / float64(c.n)
+			for _, m := range st.Members {
+				assert.InDelta(t, fair, float64(m.IO.Reads), fair/2, "member %d served %d of %d reads", m.Index, m.IO.Reads, reads)
+			}
+		})
+	}
+}

@@ -123,17 +123,20 @@ func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	}
 	t.copyIdx = t.copyIdx[:0]
 	for i := range t.pieces {
-		t.copyIdx = append(t.copyIdx, -1)
+		t.copyIdx = append(t.copyIdx, 0)
 		a.readNextCopy(r, t, i)
 	}
 	a.finishIfDone(r, t)
 }
 
-// pickCopy chooses the copy after copy prev that should serve piece p: an active member, one not
-// busy trimming if there is one. It returns -1 when no copy is left.
-func (a *Array) pickCopy(p *mapping.Piece, prev int) int {
+// pickCopy chooses the copy of piece p to read: an active member, preferring one not busy
+// trimming, trying copies from start on (mod N) so that successive reads spread over the mirrors.
+// A copy whose read failed has had its member failed, so calling it again fails over. It returns
+// -1 when no copy is left.
+func (a *Array) pickCopy(p *mapping.Piece, start int) int {
 	pick := -1
-	for c := prev + 1; c < p.N; c++ {
+	for k := range p.N {
+		c := (start + k) % p.N
 		m := p.Copies[c].Member
 		if !a.active(m) {
 			continue
@@ -152,7 +155,9 @@ func (a *Array) pickCopy(p *mapping.Piece, prev int) int {
 // fails.
 func (a *Array) readNextCopy(r *ublk.Request, t *tagState, i int) {
 	p := &t.pieces[i]
-	c := a.pickCopy(p, t.copyIdx[i])
+	// Round robin per queue: only the queue goroutine counts, so no atomics are needed.
+	a.readTurn[r.Queue]++
+	c := a.pickCopy(p, int(a.readTurn[r.Queue]%uint32(p.N)))
 	if c < 0 {
 		t.err = -int32(unix.EIO)
 		return
@@ -180,7 +185,7 @@ func (a *Array) slowRead(r *ublk.Request, t *tagState) {
 	for i := range t.pieces {
 		p := &t.pieces[i]
 		buf := r.Buf[p.Logical-r.Offset : p.Logical-r.Offset+p.Length]
-		for c := a.pickCopy(p, -1); ; c = a.pickCopy(p, c) {
+		for c := a.pickCopy(p, 0); ; c = a.pickCopy(p, 0) {
 			if c < 0 {
 				r.Complete(-int32(unix.EIO))
 				return
