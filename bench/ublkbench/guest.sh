@@ -2,8 +2,8 @@
 # Runs ublkbench in the tests/vm/vm guest over one of three backing stores:
 #   tmpfs   a file on the guest's /tmp (RAM)
 #   ext4    a file on ext4 made on a brd RAM disk: a filesystem over a block
-#           device, as on an SSD, and one that takes io_uring's non-blocking
-#           direct I/O inline (see docs/bench-ublk.md for why that matters)
+#           device, as on an SSD; it takes io_uring's non-blocking direct
+#           reads inline, which tmpfs cannot (see docs/bench-ublk.md)
 #   brd     the brd RAM disk itself: a block device, as uraid's members are,
 #           with no filesystem between the targets and the memory
 # Usage: tests/vm/vm run -m 3072 -- bench/ublkbench/guest.sh BACKING [ublkbench run flags...]
