@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	ublkdiscard "uraid/ublk/blkdiscard"
 )
 
 const mountPoint = "/tmp/bench-mnt"
@@ -78,12 +80,11 @@ func blkdiscard(dev string) (time.Duration, error) {
 	if err != nil {
 		return 0, os.NewSyscallError("ioctl BLKGETSIZE64", err)
 	}
-	r := [2]uint64{0, size}
 	start := time.Now()
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.BLKDISCARD, uintptr(unsafe.Pointer(&r)))
+	err = ublkdiscard.Ioctl(int(f.Fd()), 0, int64(size))
 	took := time.Since(start)
-	if errno != 0 {
-		return 0, fmt.Errorf("blkdiscard %s: %w", dev, os.NewSyscallError("ioctl BLKDISCARD", errno))
+	if err != nil {
+		return 0, fmt.Errorf("blkdiscard %s: %w", dev, err)
 	}
 	return took, nil
 }

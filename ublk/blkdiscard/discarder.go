@@ -61,13 +61,13 @@ func (d *Discarder) Discard(off, n int64) error {
 		}
 		// Kernels before 6.12 answer EOPNOTSUPP (block devices had no uring_cmd), and so does a
 		// device that cannot discard: BLKDISCARD tells the two apart.
-		if ierr := ioctl(d.fd, off, n); ierr != nil {
+		if ierr := Ioctl(d.fd, off, n); ierr != nil {
 			return ierr
 		}
 		d.ioctl.Store(true)
 		return nil
 	}
-	return ioctl(d.fd, off, n)
+	return Ioctl(d.fd, off, n)
 }
 
 func (d *Discarder) viaRing(off, n int64) error {
@@ -91,13 +91,21 @@ func (d *Discarder) viaRing(off, n int64) error {
 	}
 }
 
-func ioctl(fd int, off, n int64) error {
+// Ioctl discards [off, off+n) of the block device fd with the BLKDISCARD ioctl, blocking the
+// calling thread until the device has trimmed; concurrent calls on one device serialize in the
+// kernel.
+func Ioctl(fd int, off, n int64) error {
 	r := [2]uint64{uint64(off), uint64(n)}
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKDISCARD, uintptr(unsafe.Pointer(&r)))
-	if errno != 0 {
+	for {
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKDISCARD, uintptr(unsafe.Pointer(&r)))
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR: // Go's preemption signals interrupt the wait
+			continue
+		}
 		return os.NewSyscallError("ioctl BLKDISCARD", errno)
 	}
-	return nil
 }
 
 // Close releases the rings. Calls in progress must have returned.

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/ublk"
+	"uraid/ublk/blkdiscard"
 )
 
 // Options adjust how the backing file is used.
@@ -317,13 +318,7 @@ func (t *Target) work() {
 	defer t.worker.Done()
 	for r := range t.slow {
 		t.slowDiscards.Add(1)
-		rng := [2]uint64{uint64(r.Offset), uint64(r.Length)}
-		err := ioctlPtr(t.fd, unix.BLKDISCARD, unsafe.Pointer(&rng))
-		if err != nil {
-			r.Done(os.NewSyscallError("ioctl BLKDISCARD", err))
-			continue
-		}
-		r.Done(nil)
+		r.Done(blkdiscard.Ioctl(t.fd, r.Offset, r.Length))
 	}
 }
 
