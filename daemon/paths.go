@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"uraid/raid"
 )
 
 // DefaultRunDir holds the sockets, pid files and logs of running arrays. URAID_RUN_DIR overrides it,
@@ -20,13 +21,14 @@ func RunDir() string {
 	return DefaultRunDir
 }
 
-// An array name ends up in file names and in /dev/disk paths: keep it plain.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$`)
-
-// CheckName says why name cannot name an array, or nil.
+// CheckName says why name cannot name a running array, or nil: the superblock's rules, and no
+// leading '.', which would hide the array's socket and state files under RunDir.
 func CheckName(name string) error {
-	if !validName.MatchString(name) {
-		return fmt.Errorf("array name %q: use 1 to 32 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+	if err := raid.ValidateName(name); err != nil {
+		return err
+	}
+	if name[0] == '.' {
+		return fmt.Errorf("array name %q starts with '.', which would hide its files in %s; pick another name", name, RunDir())
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/daemon"
 	"uraid/raid"
 )
 
@@ -60,6 +61,10 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 		}
 	}
 	if err := o.serve.check(); err != nil {
+		return err
+	}
+	// The daemon's rules, checked before anything is written to a member.
+	if err := daemon.CheckName(name); err != nil {
 		return err
 	}
 	if _, err := arrayStatus(cmd.Context(), name); err == nil {

@@ -68,6 +68,7 @@ func TestCreateRefusalsCLI(t *testing.T) {
 		{"missing without size", []string{"create", "a", "--level", "1", ms[0], ms[1] + ".new"}, exitError, "give --size"},
 		{"too small", append([]string{"create", "a", "--level", "0", "--size", "1M"}, ms...), exitError, "too small"},
 		{"bad name", append([]string{"create", "a/b", "--level", "0"}, ms...), exitError, "name"},
+		{"hidden name", append([]string{"create", ".a", "--level", "0"}, ms...), exitError, "starts with '.'"},
 		{"one member", []string{"create", "a", "--level", "10", ms[0]}, exitError, "at least 2 members"},
 		{"no member", []string{"create", "a", "--level", "10"}, exitUsage, "at least 2 arg"},
 	}
