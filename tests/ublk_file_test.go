@@ -148,17 +148,9 @@ func TestE2EUblkDiscardPunchesHole(t *testing.T) {
 	backing := backingFile(t)
 	srv := startUblkServer(t, backing)
 
-	data := make([]byte, 8<<20)
-	for i := range data {
-		data[i] = byte(i/4096) | 1
-	}
-	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
-	require.NoError(t, err)
-	buf := alignedBuf(len(data))
-	copy(buf, data)
-	_, err = dev.WriteAt(buf, 0)
-	require.NoError(t, err)
-	require.NoError(t, dev.Sync())
+	data, dev := writePattern(t, srv.Path)
+	defer dev.Close()
+	buf := alignedBuf(len(data)) // for reading back
 	before := allocatedBytes(t, backing)
 	require.GreaterOrEqual(t, before, int64(8<<20))
 
@@ -363,17 +355,9 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", loop).Run() })
 
 	srv := startUblkServer(t, loop)
-	data := make([]byte, 8<<20)
-	for i := range data {
-		data[i] = byte(i/4096) | 1
-	}
-	dev, err := os.OpenFile(srv.Path, os.O_RDWR|unix.O_DIRECT, 0)
-	require.NoError(t, err)
-	buf := alignedBuf(len(data))
-	copy(buf, data)
-	_, err = dev.WriteAt(buf, 0)
-	require.NoError(t, err)
-	require.NoError(t, dev.Sync())
+	data, dev := writePattern(t, srv.Path)
+	defer dev.Close()
+	buf := alignedBuf(len(data)) // for reading back
 	before := allocatedBytes(t, loopFile)
 	require.GreaterOrEqual(t, before, int64(8<<20))
 
@@ -444,4 +428,22 @@ func TestE2EUblkUserRecovery(t *testing.T) {
 	second.Stop()
 	_, err = os.Stat(fmt.Sprintf("/dev/ublkc%d", second.ID))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// writePattern writes 8 MiB whose every 4 KiB block is non-zero and distinct at the start of the
+// device with O_DIRECT, syncs, and returns the data and the open device.
+func writePattern(t *testing.T, path string) ([]byte, *os.File) {
+	t.Helper()
+	data := make([]byte, 8<<20)
+	for i := range data {
+		data[i] = byte(i/4096) | 1
+	}
+	dev, err := os.OpenFile(path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	buf := alignedBuf(len(data))
+	copy(buf, data)
+	_, err = dev.WriteAt(buf, 0)
+	require.NoError(t, err)
+	require.NoError(t, dev.Sync())
+	return data, dev
 }
