@@ -31,7 +31,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.drive.BackToBackWindow, "b2b-window", 0, "how soon after a TRIM the next one pays --b2b-latency")
 	fs.DurationVar(&c.drive.Jitter, "jitter", 0, "uniform random extra time per TRIM, drawn from --seed")
 	fs.Uint64Var(&c.drive.Seed, "seed", 1, "seed of the TRIM jitter")
-	fs.BoolVar(&c.drive.Exclusive, "exclusive", false, "SATA-like: reads and writes wait while a TRIM runs; the device is marked rotational")
+	fs.BoolVar(&c.drive.Exclusive, "exclusive", false, "SATA-like: reads and writes wait while a TRIM runs (the device stays non-rotational, as a SATA SSD is)")
+	fs.BoolVar(&c.blk.Rotational, "rotational", false, "mark the device rotational")
 	fs.IntVar(&c.ublk.Queues, "queues", 1, "ublk queues (0: one per CPU)")
 	fs.IntVar(&c.ublk.Depth, "depth", 128, "requests in flight per queue")
 	fs.Usage = func() {
@@ -55,7 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.drive.BackToBackWindow > 0 && c.drive.BackToBackLatency == 0 {
 		return c, errors.New("--b2b-window without --b2b-latency would make back-to-back TRIMs instant; set both")
 	}
-	c.blk = simblk.Options{MaxDiscard: uint64(md), Exclusive: c.drive.Exclusive}
+	c.blk.MaxDiscard, c.blk.Exclusive = uint64(md), c.drive.Exclusive
 	return c, nil
 }
 

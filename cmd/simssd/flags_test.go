@@ -45,7 +45,8 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, 100*time.Millisecond, c.drive.BackToBackLatency)
 	assert.Equal(t, 10*time.Millisecond, c.drive.BackToBackWindow)
 	assert.True(t, c.drive.Exclusive)
-	assert.True(t, c.blk.Exclusive, "the block device must be marked rotational with a SATA-like drive")
+	assert.True(t, c.blk.Exclusive, "a SATA-like drive's reads and writes must leave the queue goroutine")
+	assert.False(t, c.blk.Rotational, "a SATA SSD is not rotational")
 	assert.EqualValues(t, 7, c.drive.Seed)
 	assert.EqualValues(t, 1<<20, c.blk.MaxDiscard)
 
@@ -59,4 +60,11 @@ func TestParseFlags(t *testing.T) {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+func TestParseFlagsRotational(t *testing.T) {
+	c, err := parseFlags([]string{"--rotational"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, c.blk.Rotational)
+	assert.False(t, c.blk.Exclusive, "a rotational drive need not stall I/O behind TRIMs")
 }

@@ -2,10 +2,11 @@
 // device, so that the kernel's md and uraid can be built over the very same
 // simulated members and compared side by side.
 //
-// The device advertises discard with a 4 KiB granularity and, when the
-// simulated drive is Exclusive (SATA-like), the rotational attribute: uraid
-// reads that attribute to run one TRIM at a time on such a member and to
-// let reads and writes go first.
+// The device advertises discard with a 4 KiB granularity. A SATA-like
+// (Exclusive) drive stays non-rotational, as a SATA SSD is: md balances reads
+// over it like over any SSD, and uraid learns what it is only when told
+// (uraid --trim-exclusive), as with a real SATA SSD behind a bridge. The
+// rotational attribute is a separate option.
 //
 // What it guarantees: every request is answered with what the simulated
 // drive did, and the queue goroutines never wait for a TRIM. Reads and writes

@@ -21,10 +21,13 @@ type Options struct {
 	// the driver. Drives cap a TRIM (e.g. 2 GiB or less), which changes
 	// how many TRIMs a large discard costs.
 	MaxDiscard uint64
-	// Exclusive must match the drive's simssd.Config.Exclusive: it marks
-	// the device rotational and moves reads and writes off the queue
-	// goroutines, since they may wait for a TRIM.
+	// Exclusive must match the drive's simssd.Config.Exclusive: it moves
+	// reads and writes off the queue goroutines, since they may wait for a
+	// TRIM.
 	Exclusive bool
+	// Rotational sets the device's rotational attribute, which md's read
+	// balancing and uraid's TRIM defaults both read.
+	Rotational bool
 }
 
 // Target serves one simssd.Device. See the package doc.
@@ -55,7 +58,7 @@ func (t *Target) Params() ublk.Params {
 		IOMin:              simssd.BlockSize,
 		DiscardGranularity: DiscardGranularity,
 		MaxDiscardSize:     t.opts.MaxDiscard,
-		Rotational:         t.opts.Exclusive,
+		Rotational:         t.opts.Rotational,
 	}
 }
 

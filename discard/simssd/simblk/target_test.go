@@ -40,7 +40,9 @@ func TestParams(t *testing.T) {
 			IOMin: 4096, DiscardGranularity: 4096}},
 		{"sata-like capped", Options{Exclusive: true, MaxDiscard: 1 << 20}, ublk.Params{Size: testSize,
 			LogicalBlockSize: 512, PhysicalBlockSize: 4096, IOMin: 4096, DiscardGranularity: 4096,
-			MaxDiscardSize: 1 << 20, Rotational: true}},
+			MaxDiscardSize: 1 << 20}},
+		{"rotational", Options{Rotational: true}, ublk.Params{Size: testSize, LogicalBlockSize: 512,
+			PhysicalBlockSize: 4096, IOMin: 4096, DiscardGranularity: 4096, Rotational: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dev, err := simssd.New(simssd.Config{Size: testSize, Exclusive: c.opts.Exclusive})
