@@ -56,8 +56,10 @@ const (
 	chunk     = "512K"
 )
 
-// create builds sys over the member devices.
-func (r *Runner) create(sys System, members []string) (*array, error) {
+// create builds sys over the member devices. uraid is told which members
+// stall I/O while they trim, as an admin would tell it of SATA SSDs it cannot
+// recognise; md has no such setting.
+func (r *Runner) create(sys System, members []string, drives []Drive) (*array, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if sys.MD {
@@ -72,8 +74,7 @@ func (r *Runner) create(sys System, members []string) (*array, error) {
 		}
 		return &array{sys: sys, dev: dev}, nil
 	}
-	args := append([]string{"create", arrayName, "--level", sys.Level, "--chunk", chunk, "--discard", sys.Discard, "--force"}, members...)
-	out, err := run(ctx, r.cfg.URaid, args...)
+	out, err := run(ctx, r.cfg.URaid, createArgs(sys, members, drives)...)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +83,22 @@ func (r *Runner) create(sys System, members []string) (*array, error) {
 		return nil, fmt.Errorf("uraid create printed %q, want a device", dev)
 	}
 	return &array{sys: sys, dev: dev, name: arrayName}, nil
+}
+
+// createArgs are uraid create's arguments for sys over members, whose
+// simulated drives are drives.
+func createArgs(sys System, members []string, drives []Drive) []string {
+	args := []string{"create", arrayName, "--level", sys.Level, "--chunk", chunk, "--discard", sys.Discard, "--force"}
+	var exclusive []string
+	for i, d := range drives {
+		if d.Exclusive {
+			exclusive = append(exclusive, members[i])
+		}
+	}
+	if len(exclusive) > 0 {
+		args = append(args, "--trim-exclusive", strings.Join(exclusive, ","))
+	}
+	return append(args, members...)
 }
 
 // resolve follows /dev/md/NAME to /dev/mdN, waiting for mdadm's node.
@@ -181,7 +198,7 @@ func (r *Runner) withArray(sys System, drives []Drive, f func(a *array) error) (
 		return err
 	}
 	defer stopMembers(ms)
-	a, err := r.create(sys, paths(ms))
+	a, err := r.create(sys, paths(ms), drives)
 	if err != nil {
 		return fmt.Errorf("%s: %w", sys.Name, err)
 	}

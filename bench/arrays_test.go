@@ -40,3 +40,12 @@ func TestSystems(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateArgs(t *testing.T) {
+	sys := uraidSystem("10", "async")
+	ms := []string{"/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"}
+	assert.Equal(t, []string{"create", "bench", "--level", "10", "--chunk", "512K", "--discard", "async", "--force",
+		"--trim-exclusive", "/dev/ublkb0", "/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"},
+		createArgs(sys, ms, append([]Drive{SlowDrive}, same(Fast, 3)...)), "the slow SATA-like member must be named")
+	assert.NotContains(t, createArgs(sys, ms, same(Fast, 4)), "--trim-exclusive")
+}

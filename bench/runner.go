@@ -37,7 +37,7 @@ func (d Drive) String() string {
 		s += ", max discard " + d.MaxDiscard
 	}
 	if d.Exclusive {
-		s += ", SATA-like (exclusive, rotational)"
+		s += ", SATA-like (reads and writes wait while a TRIM runs; not rotational)"
 	}
 	return s
 }
