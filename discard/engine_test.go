@@ -512,13 +512,18 @@ func TestSteer(t *testing.T) {
 		{Issuer: f1, YieldToIO: true, MaxDefer: time.Hour}, // TRIM queued, held back by I/O
 		{Issuer: f2},                                     // TRIM in flight, does not stall reads
 		{Issuer: &fakeIssuer{}}, {Issuer: &fakeIssuer{}}, // idle
+		{Issuer: &fakeIssuer{}, MinGap: 2 * time.Second}, // TRIM queued behind the gap, does not stall reads
 	}})
 	e.StartIO(1)
-	for _, m := range []int{0, 1, 2} {
+	for _, m := range []int{0, 1, 2, 5} {
 		e.Discard([]Range{{Member: m, Off: 0, Len: 4096}}, func(error) {})
 	}
 	<-f0.entered
 	<-f2.entered
+	e.Discard([]Range{{Member: 5, Off: 1 << 20, Len: 4096}}, func(error) {})
+	require.Eventually(t, func() bool { return e.Stall(5) == 1 }, 5*time.Second, time.Millisecond,
+		"member 5's second TRIM waits for the gap")
+	assert.Equal(t, []int{4, 3, 2, 0, 0, 1, MaxStall}, []int{e.Stall(0), e.Stall(1), e.Stall(2), e.Stall(3), e.Stall(4), e.Stall(5), e.Stall(6)})
 	tests := []struct {
 		copies []int
 		first  int
@@ -529,6 +534,8 @@ func TestSteer(t *testing.T) {
 		{[]int{0, 1, 2, 3}, 0, 3},
 		{[]int{3, 4}, 0, 3},
 		{[]int{3, 4}, 1, 4},
+		{[]int{2, 5}, 0, 5}, // queued beats in flight
+		{[]int{0, 2}, 0, 2}, // a TRIM that stalls reads is the worst
 		{[]int{0}, 0, 0},
 		{nil, 0, -1},
 	}

@@ -120,39 +120,49 @@ func (e *Engine) Pending(i int) bool {
 }
 
 // Steer returns which of copies, the members holding the bytes of a read,
-// the read should go to, starting the search at copies[first%len] so that
-// the caller's own balancing holds when no TRIM is in the way. In order of
-// preference: a copy with no TRIM pending; one whose TRIMs do not stall I/O
-// (no YieldToIO); one with TRIMs queued but none in flight; any. The choice
-// is a hint that can be stale by the time the read starts: StartIO closes
-// the race, reporting busy if a TRIM got in first. No copies gives -1.
+// the read should go to: the one of least Stall, starting the search at
+// copies[first%len] so that the caller's own balancing holds among equals.
+// The choice is a hint that can be stale by the time the read starts:
+// StartIO closes the race, reporting busy if a TRIM got in first. No copies
+// gives -1.
 func (e *Engine) Steer(copies []int, first int) int {
 	if len(copies) == 0 {
 		return -1
 	}
-	best, bestScore := 0, 4
+	best, bestScore := 0, MaxStall+1
 	for k := range copies {
 		i := (first + k) % len(copies)
-		if s := e.stall(copies[i]); s < bestScore {
+		if s := e.Stall(copies[i]); s < bestScore {
 			best, bestScore = i, s
 		}
 	}
 	return copies[best]
 }
 
-// stall scores how much a TRIM on member i would delay a read there.
-func (e *Engine) stall(i int) int {
+// MaxStall is the highest Stall score.
+const MaxStall = 4
+
+// Stall scores how much member i's TRIMs would delay a read sent there now,
+// from 0 to MaxStall: 0 no TRIM pending; 1 TRIMs queued on a member whose
+// TRIMs do not stall I/O (no YieldToIO); 2 one in flight there; 3 TRIMs
+// queued on a member that stalls I/O while it trims, which the read would
+// hold back; 4 a TRIM in flight there, which the read would wait for.
+// Reads go to the copy of least score, so a member with TRIMs to do is
+// left to do them.
+func (e *Engine) Stall(i int) int {
 	if i < 0 || i >= len(e.members) {
-		return 3
+		return MaxStall
 	}
 	m := e.members[i]
+	busy := 0
+	if m.busy.Load() > 0 {
+		busy = 1
+	}
 	switch {
 	case m.outstanding.Load() == 0:
 		return 0
 	case !m.cfg.YieldToIO:
-		return 1
-	case m.busy.Load() == 0:
-		return 2
+		return 1 + busy
 	}
-	return 3
+	return 3 + busy
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/discard"
 	"uraid/ublk"
 )
 
@@ -300,4 +302,40 @@ func TestArrayReadsSpreadOverMirrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArrayReadsAvoidPendingTrims: while one mirror has TRIMs to do, reads go to the other copy,
+// so they neither wait behind those TRIMs nor hold them back; once it is done, reads spread again.
+func TestArrayReadsAvoidPendingTrims(t *testing.T) {
+	c := arrayCase{LevelRAID1, LayoutNone, 2, 0}
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
+	require.NoError(t, err)
+	// The gap keeps member 0's second TRIM queued for a while after its first.
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async", MinGap: 2 * time.Second}})
+	require.NoError(t, err)
+	defer a.Close()
+	h := harness(t, a)
+	for _, off := range []int64{4 << 20, 5 << 20} { // away from the reads, which would wait for them
+		a.engine.Discard([]discard.Range{{Member: 0, Off: off, Len: 4096}}, func(error) {})
+	}
+	require.Eventually(t, func() bool { return a.engine.Pending(0) && !a.engine.Busy(0) }, 5*time.Second, time.Millisecond)
+	reads := func() [2]uint64 {
+		st := a.Status("", 0)
+		return [2]uint64{st.Members[0].IO.Reads, st.Members[1].IO.Reads}
+	}
+	before := reads()
+	for i := range 100 {
+		do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
+	}
+	after := reads()
+	assert.Equal(t, before[0], after[0], "no read may go to the member with TRIMs pending")
+	assert.EqualValues(t, 100, after[1]-before[1])
+
+	a.engine.Drain()
+	for i := range 100 {
+		do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
+	}
+	assert.InDelta(t, 50, float64(reads()[0]-after[0]), 25, "with no TRIM pending reads spread over both copies")
 }

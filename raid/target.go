@@ -129,23 +129,24 @@ func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	a.finishIfDone(r, t)
 }
 
-// pickCopy chooses the copy of piece p to read: an active member, preferring one not busy
-// trimming, trying copies from start on (mod N) so that successive reads spread over the mirrors.
-// A copy whose read failed has had its member failed, so calling it again fails over. It returns
-// -1 when no copy is left.
+// pickCopy chooses the copy of piece p to read: an active member, the one whose TRIMs would delay
+// the read least (discard.Engine.Stall), trying copies from start on (mod N) so that successive
+// reads spread over the mirrors. A member with TRIMs to do is thereby left to do them, and a read
+// does not wait behind a SATA SSD's TRIM while its mirror is free. A copy whose read failed has
+// had its member failed, so calling it again fails over. It returns -1 when no copy is left.
 func (a *Array) pickCopy(p *mapping.Piece, start int) int {
-	pick := -1
+	pick, least := -1, discard.MaxStall+1
 	for k := range p.N {
 		c := (start + k) % p.N
 		m := p.Copies[c].Member
 		if !a.active(m) {
 			continue
 		}
-		if pick < 0 {
-			pick = c
-		}
-		if !a.engine.Busy(m) {
-			return c
+		if s := a.engine.Stall(m); s < least {
+			pick, least = c, s
+			if s == 0 {
+				break
+			}
 		}
 	}
 	return pick
@@ -162,10 +163,17 @@ func (a *Array) readNextCopy(r *ublk.Request, t *tagState, i int) {
 		t.err = -int32(unix.EIO)
 		return
 	}
+	if a.engine.StartIO(p.Copies[c].Member) {
+		// A TRIM started since pickCopy looked: choose again with it counted.
+		if c2 := a.pickCopy(p, c+1); c2 >= 0 && c2 != c {
+			a.engine.EndIO(p.Copies[c].Member)
+			c = c2
+			a.engine.StartIO(p.Copies[c].Member)
+		}
+	}
 	t.copyIdx[i] = c
 	e := p.Copies[c]
 	buf := r.Buf[p.Logical-r.Offset : p.Logical-r.Offset+p.Length]
-	a.engine.StartIO(e.Member)
 	if err := r.PrepRead(a.fd(e.Member), buf, a.dataOff[e.Member]+e.Offset, uint32(i)); err != nil {
 		a.engine.EndIO(e.Member)
 		t.err = -int32(unix.EIO)
