@@ -33,6 +33,9 @@ type Member struct {
 	DiscardMax int64
 	// Rotational is the kernel's rotational flag: a hint that TRIMs serialize on this member.
 	Rotational bool
+	// ATA is true for a block device on a libata port (SATA, PATA): most such SSDs stall reads
+	// and writes while they trim. See onATA.
+	ATA bool
 }
 
 // Errors that explain why a member cannot be used.
@@ -127,6 +130,7 @@ func (m *Member) probe() error {
 		m.DiscardAlignment = sysfsInt(filepath.Join(sysDev(st.Rdev), "discard_alignment"))
 	}
 	m.Rotational = sysfsInt(filepath.Join(q, "rotational")) == 1
+	m.ATA = probeATA(st.Rdev)
 	return nil
 }
 
