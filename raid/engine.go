@@ -1,8 +1,12 @@
 package raid
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"uraid/discard"
@@ -12,14 +16,102 @@ import (
 type DiscardOptions struct {
 	// Mode is "sync" or "async" (default sync).
 	Mode string
-	// InFlight overrides how many TRIMs each member runs at once (0: 1 on rotational or
-	// SATA-like members and files, 4 on other block devices).
+	// InFlight overrides how many TRIMs each member runs at once (0: 1 on exclusive members and
+	// files, 4 on other block devices).
 	InFlight int
 	// MemberInFlight overrides InFlight for the members it names by path.
 	MemberInFlight map[string]int
+	// Exclusive names members, by path, whose TRIMs stall their reads and writes although
+	// nothing says so: a SATA SSD behind a USB or SAS bridge, a simulated drive. Rotational
+	// members and members on a libata port are exclusive without being named.
+	Exclusive []string
 	// MinGap is the least time between two TRIMs on one member, for drives that charge a
 	// penalty for back-to-back TRIMs.
 	MinGap time.Duration
+}
+
+// ErrNoSuchMember means a per-member discard option names a path that is no member of the array.
+var ErrNoSuchMember = errors.New("is not a member of the array")
+
+// CheckMembers refuses Exclusive and MemberInFlight entries that name none of paths, the members
+// as given to create or assemble, and members named twice with different counts. A setting for a
+// mistyped path would otherwise be dropped without a word, and the drive it was meant for run
+// with the defaults it was meant to correct.
+func (o DiscardOptions) CheckMembers(paths []string) error {
+	var errs []error
+	unknown := func(flag, p string) {
+		errs = append(errs, fmt.Errorf("%s %s %w (members: %s): name each member as it is given to create or assemble",
+			flag, p, ErrNoSuchMember, strings.Join(paths, ", ")))
+	}
+	for _, p := range o.Exclusive {
+		if memberIndex(paths, p) < 0 {
+			unknown("--trim-exclusive", p)
+		}
+	}
+	keys := make([]string, 0, len(o.MemberInFlight))
+	for p := range o.MemberInFlight {
+		keys = append(keys, p)
+	}
+	sort.Strings(keys)
+	seen := map[int]string{}
+	for _, p := range keys {
+		i := memberIndex(paths, p)
+		if i < 0 {
+			unknown("--trim-inflight", p)
+			continue
+		}
+		if q, ok := seen[i]; ok && o.MemberInFlight[q] != o.MemberInFlight[p] {
+			errs = append(errs, fmt.Errorf("--trim-inflight names member %s twice, as %s and %s, with different counts: give it one", paths[i], q, p))
+		}
+		seen[i] = p
+	}
+	return errors.Join(errs...)
+}
+
+// memberIndex is the index in paths of the member that p names, or -1. Paths are compared as
+// written, up to filepath.Clean: resolving links would need the devices to exist, and create
+// checks its members before it makes the missing ones.
+func memberIndex(paths []string, p string) int {
+	for i, q := range paths {
+		if samePath(q, p) {
+			return i
+		}
+	}
+	return -1
+}
+
+func samePath(member, p string) bool {
+	return member != "" && filepath.Clean(member) == filepath.Clean(p)
+}
+
+// memberTrim is how the discard engine trims one member.
+type memberTrim struct {
+	// exclusive means the member's TRIMs stall its reads and writes, so it takes one TRIM at a
+	// time and lets reads and writes go first.
+	exclusive bool
+	inflight  int
+}
+
+// memberTrim picks m's TRIM settings from what the member is and what was asked.
+func (o DiscardOptions) memberTrim(m *Member) memberTrim {
+	listed := false
+	for _, p := range o.Exclusive {
+		listed = listed || samePath(m.Path, p)
+	}
+	t := memberTrim{exclusive: m.Rotational || m.ATA || listed, inflight: discard.InFlightNVMe}
+	if t.exclusive || !m.Block {
+		// A file's hole punches serialize on its inode anyway.
+		t.inflight = discard.InFlightSATA
+	}
+	if o.InFlight > 0 {
+		t.inflight = o.InFlight
+	}
+	for p, n := range o.MemberInFlight {
+		if n > 0 && samePath(m.Path, p) {
+			t.inflight = n
+		}
+	}
+	return t
 }
 
 // ParseDiscardMode accepts "sync" and "async".
@@ -54,6 +146,15 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, []memberIssuer, e
 	if err != nil {
 		return discard.Config{}, nil, err
 	}
+	paths := make([]string, 0, len(a.members))
+	for _, m := range a.members {
+		if m != nil {
+			paths = append(paths, m.Path)
+		}
+	}
+	if err := o.CheckMembers(paths); err != nil {
+		return discard.Config{}, nil, err
+	}
 	var issuers []memberIssuer
 	fail := func(err error) (discard.Config, []memberIssuer, error) {
 		for _, i := range issuers {
@@ -76,18 +177,10 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, []memberIssuer, e
 				// and mapping's inward rounding alone.
 				mc.Granularity = a.gran[i].Bytes
 			}
-			mc.InFlight = discard.InFlightSATA
-			if m.Block && !m.Rotational {
-				mc.InFlight = discard.InFlightNVMe
-			}
+			t := o.memberTrim(m)
+			mc.InFlight = t.inflight
 			// A drive that stalls reads and writes behind a TRIM should trim between them.
-			mc.YieldToIO = m.Rotational
-			if o.InFlight > 0 {
-				mc.InFlight = o.InFlight
-			}
-			if n, ok := o.MemberInFlight[m.Path]; ok && n > 0 {
-				mc.InFlight = n
-			}
+			mc.YieldToIO = t.exclusive
 			is, err := newMemberIssuer(m, a.dataOff[i], mc.InFlight)
 			if err != nil {
 				return fail(fmt.Errorf("member %s: %w", m.Path, err))

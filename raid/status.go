@@ -39,9 +39,14 @@ type MemberStatus struct {
 	SizeBytes int64  `json:"size_bytes"`
 	// DiscardGranularity is the unit the member trims in, 0 when it cannot discard: its share of
 	// every discard is then skipped.
-	DiscardGranularity int64               `json:"discard_granularity"`
-	IO                 MemberIO            `json:"io"`
-	Discard            discard.MemberStats `json:"discard"`
+	DiscardGranularity int64 `json:"discard_granularity"`
+	// TrimExclusive is true when the member's TRIMs stall its reads and writes (rotational, on a
+	// libata port, or named by the admin): it trims only while no read or write waits.
+	TrimExclusive bool `json:"trim_exclusive"`
+	// TrimInFlight is how many TRIMs the member runs at once, 0 when it cannot discard.
+	TrimInFlight int                 `json:"trim_inflight"`
+	IO           MemberIO            `json:"io"`
+	Discard      discard.MemberStats `json:"discard"`
 }
 
 // MemberIO counts a member's reads and writes.
@@ -102,6 +107,11 @@ func (a *Array) Status(device string, pid int) Status {
 		}
 		if m != nil {
 			ms.DiscardGranularity = a.gran[i].Bytes
+			t := a.opts.Discard.memberTrim(m)
+			ms.TrimExclusive = t.exclusive
+			if ms.DiscardGranularity > 0 {
+				ms.TrimInFlight = t.inflight
+			}
 			ms.Path, ms.SizeBytes, ms.Kind = m.Path, m.Size, "file"
 			if m.Block {
 				ms.Kind = "block"

@@ -1,0 +1,162 @@
+package raid
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"uraid/discard"
+)
+
+// TestEngineConfigExclusive checks each member's TRIM settings, and that status reports the same
+// ones the engine runs with. The members are files dressed as the kinds of disk a test without
+// root cannot open; engineConfig only reads the flags OpenMember probes.
+func TestEngineConfigExclusive(t *testing.T) {
+	type kind struct{ block, rotational, ata bool }
+	var (
+		file       = kind{}
+		flash      = kind{block: true}
+		rotational = kind{block: true, rotational: true}
+		ata        = kind{block: true, ata: true}
+	)
+	tests := []struct {
+		name      string
+		kind      kind
+		listed    bool
+		o         DiscardOptions
+		inflight  int
+		exclusive bool
+	}{
+		{"non-rotational block", flash, false, DiscardOptions{}, discard.InFlightNVMe, false},
+		{"listed block", flash, true, DiscardOptions{}, discard.InFlightSATA, true},
+		{"rotational", rotational, false, DiscardOptions{}, discard.InFlightSATA, true},
+		{"on ata", ata, false, DiscardOptions{}, discard.InFlightSATA, true},
+		{"file", file, false, DiscardOptions{}, discard.InFlightSATA, false},
+		{"listed file", file, true, DiscardOptions{}, discard.InFlightSATA, true},
+		{"inflight wins over listed", flash, true, DiscardOptions{InFlight: 6}, 6, true},
+		{"inflight wins over ata", ata, false, DiscardOptions{InFlight: 3}, 3, true},
+		{"member inflight wins over listed", flash, true, DiscardOptions{InFlight: 6, MemberInFlight: map[string]int{"M0": 2}}, 2, true},
+		{"inflight applies to non-exclusive", flash, false, DiscardOptions{InFlight: 8}, 8, false},
+	}
+	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 2, 64 << 10}, "sync")
+	defer a.Close()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := a.members[0]
+			m.Block, m.Rotational, m.ATA = tt.kind.block, tt.kind.rotational, tt.kind.ata
+			o := tt.o
+			if tt.listed {
+				o.Exclusive = []string{paths[0]}
+			}
+			if n, ok := o.MemberInFlight["M0"]; ok {
+				o.MemberInFlight = map[string]int{paths[0]: n}
+			}
+			cfg, issuers, err := engineConfig(a, o)
+			require.NoError(t, err)
+			for _, i := range issuers {
+				i.close()
+			}
+			require.Len(t, cfg.Members, 2)
+			assert.Equal(t, tt.inflight, cfg.Members[0].InFlight, "in flight")
+			assert.Equal(t, tt.exclusive, cfg.Members[0].YieldToIO, "yield to I/O")
+			assert.False(t, cfg.Members[1].YieldToIO, "a setting for member 0 leaked to member 1")
+
+			a.opts.Discard = o
+			st := a.Status("", 0)
+			assert.Equal(t, tt.inflight, st.Members[0].TrimInFlight, "status in flight")
+			assert.Equal(t, tt.exclusive, st.Members[0].TrimExclusive, "status exclusive")
+		})
+	}
+}
+
+// TestEngineConfigUnknownMember checks that settings for a path that is no member are refused,
+// naming the path and the members, rather than dropped.
+func TestEngineConfigUnknownMember(t *testing.T) {
+	a, paths := createArray(t, arrayCase{LevelRAID1, LayoutNone, 2, 0}, "sync")
+	defer a.Close()
+	for _, o := range []DiscardOptions{
+		{Exclusive: []string{paths[0], "/dev/sdz"}},
+		{MemberInFlight: map[string]int{"/dev/sdz": 2}},
+	} {
+		_, issuers, err := engineConfig(a, o)
+		require.ErrorIs(t, err, ErrNoSuchMember)
+		assert.Empty(t, issuers)
+		assert.Contains(t, err.Error(), "/dev/sdz")
+		assert.Contains(t, err.Error(), paths[0]+", "+paths[1])
+	}
+}
+
+func TestCheckMembers(t *testing.T) {
+	members := []string{"/dev/sda", "/dev/disk/by-id/nvme-b", "/var/lib/uraid/m2"}
+	tests := []struct {
+		name string
+		o    DiscardOptions
+		bad  []string // what the error must name; none: no error
+	}{
+		{"nothing asked", DiscardOptions{InFlight: 3}, nil},
+		{"every member", DiscardOptions{Exclusive: members, MemberInFlight: map[string]int{"/dev/sda": 1, "/var/lib/uraid/m2": 2}}, nil},
+		{"unclean spelling", DiscardOptions{Exclusive: []string{"/dev//sda", "/var/lib/uraid/./m2"}}, nil},
+		{"same count under two spellings", DiscardOptions{MemberInFlight: map[string]int{"/dev/sda": 2, "/dev//sda": 2}}, nil},
+		{"unknown exclusive", DiscardOptions{Exclusive: []string{"/dev/sda", "/dev/sdb"}}, []string{"--trim-exclusive /dev/sdb", "members: /dev/sda, /dev/disk/by-id/nvme-b, /var/lib/uraid/m2"}},
+		{"other name of a member", DiscardOptions{Exclusive: []string{"/dev/nvme0n1"}}, []string{"/dev/nvme0n1"}},
+		{"unknown inflight", DiscardOptions{MemberInFlight: map[string]int{"/dev/sda": 1, "m2": 3}}, []string{"--trim-inflight m2"}},
+		{"both unknown", DiscardOptions{Exclusive: []string{"x"}, MemberInFlight: map[string]int{"y": 3}}, []string{"--trim-exclusive x", "--trim-inflight y"}},
+		{"two counts for one member", DiscardOptions{MemberInFlight: map[string]int{"/dev/sda": 1, "/dev/./sda": 3}}, []string{"/dev/sda twice"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.CheckMembers(members)
+			if tt.bad == nil {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, s := range tt.bad {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+// TestAssembleRefusesUnknownTrimMember checks that the refusal comes before the array starts or
+// writes anything: the members read back unchanged and can be assembled again.
+func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
+	a, paths := createArray(t, arrayCase{LevelRAID1, LayoutNone, 2, 0}, "sync")
+	require.NoError(t, a.Close())
+	before := readSuperblocks(t, paths)
+	_, err := Assemble("t", paths, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Exclusive: []string{paths[0] + ".typo"}}})
+	require.ErrorIs(t, err, ErrNoSuchMember)
+	assert.Equal(t, before, readSuperblocks(t, paths))
+	b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Exclusive: []string{paths[1]}}})
+	require.NoError(t, err, "a refused assembly left the members held")
+	defer b.Close()
+	var st Status
+	raw, err := json.Marshal(b.Status("", 0))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &st))
+	assert.Equal(t, []bool{false, true}, []bool{st.Members[0].TrimExclusive, st.Members[1].TrimExclusive})
+	assert.Equal(t, []int{1, 1}, []int{st.Members[0].TrimInFlight, st.Members[1].TrimInFlight})
+	var fields struct {
+		Members []map[string]any `json:"members"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &fields))
+	assert.Equal(t, true, fields.Members[1]["trim_exclusive"])
+	assert.EqualValues(t, 1, fields.Members[1]["trim_inflight"])
+	assert.Contains(t, fields.Members[1], "discard_granularity", "existing field names stay")
+}
+
+func readSuperblocks(t *testing.T, paths []string) []*Superblock {
+	t.Helper()
+	var out []*Superblock
+	for _, p := range paths {
+		m, err := OpenMember(p)
+		require.NoError(t, err)
+		sb, err := ReadSuperblock(m.File)
+		m.Close()
+		require.NoError(t, err)
+		out = append(out, sb)
+	}
+	return out
+}
