@@ -63,6 +63,10 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if err := o.serve.check(); err != nil {
 		return err
 	}
+	// Checked again when the array starts, but by then the superblocks would be written.
+	if err := o.serve.options(false).Discard.CheckMembers(members); err != nil {
+		return err
+	}
 	// The daemon's rules, checked before anything is written to a member.
 	if err := daemon.CheckName(name); err != nil {
 		return err

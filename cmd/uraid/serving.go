@@ -17,6 +17,7 @@ import (
 type serveFlags struct {
 	discard    string
 	inflight   string
+	exclusive  memberList
 	minGap     time.Duration
 	queues     int
 	depth      int
@@ -26,7 +27,8 @@ type serveFlags struct {
 func (f *serveFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.discard, "discard", "sync", "when a discard completes: sync (once every member trimmed) or async (once queued on every member)")
-	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some\n(default: 1 for files and rotational/SATA-like disks, 4 for others)")
+	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some\n(default: 1 for files and exclusive members, 4 for other block devices)")
+	fl.Var(&f.exclusive, "trim-exclusive", "members whose TRIMs stall their reads and writes, e.g. a SATA SSD behind a USB or SAS\nbridge: they run one TRIM at a time (unless --trim-inflight says otherwise) and let reads\nand writes go first. Rotational members and members on a SATA/ATA port are detected\nwithout it")
 	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs")
 	fl.IntVar(&f.queues, "queues", daemon.DefaultQueues, "ublk queues (0: one per CPU)")
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
@@ -43,6 +45,23 @@ func (f *serveFlags) check() error {
 	if f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
 		return usageError{fmt.Errorf("--trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
 	}
+	return nil
+}
+
+// memberList is a flag of member paths, MEMBER[,MEMBER...], that may be given more than once.
+type memberList []string
+
+func (l *memberList) String() string { return strings.Join(*l, ",") }
+func (l *memberList) Type() string   { return "MEMBER,..." }
+
+func (l *memberList) Set(s string) error {
+	ps := strings.Split(s, ",")
+	for _, p := range ps {
+		if p == "" {
+			return fmt.Errorf("empty member name in %q: give member paths separated by commas, e.g. /dev/sda,/dev/sdb", s)
+		}
+	}
+	*l = append(*l, ps...)
 	return nil
 }
 
@@ -78,13 +97,18 @@ func (f *serveFlags) options(degraded bool) raid.Options {
 	}
 	all, per, _ := parseInFlight(f.inflight) // checked by check
 	return raid.Options{Queues: q, Depth: f.depth, Degraded: degraded,
-		Discard: raid.DiscardOptions{Mode: f.discard, InFlight: all, MemberInFlight: per, MinGap: f.minGap}}
+		Discard: raid.DiscardOptions{Mode: f.discard, InFlight: all, MemberInFlight: per,
+			Exclusive: f.exclusive, MinGap: f.minGap}}
 }
 
 // args renders the flags for the detached `uraid serve`.
 func (f *serveFlags) args() []string {
-	return []string{"--discard", f.discard, "--trim-inflight=" + f.inflight,
+	args := []string{"--discard", f.discard, "--trim-inflight=" + f.inflight,
 		"--trim-gap", f.minGap.String(), fmt.Sprintf("--queues=%d", f.queues), fmt.Sprintf("--depth=%d", f.depth)}
+	if len(f.exclusive) > 0 {
+		args = append(args, "--trim-exclusive="+f.exclusive.String())
+	}
+	return args
 }
 
 // serveDetached starts `uraid serve` for the array in the background and prints its device once
