@@ -66,14 +66,19 @@ func writeDetail(out io.Writer, st raid.Status) {
 		formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
 	fmt.Fprintln(out)
 	t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(t, "Number\tState\tTRIM unit\tReads\tWrites\tErrors\tTRIMs\tTRIM bytes\tMerged\tQueued\tIn flight\tp50 us\tp99 us\tmax us\tPath")
+	fmt.Fprintln(t, "Number\tState\tTRIM unit\tTRIMs at once\tExclusive\tReads\tWrites\tErrors\tTRIMs\tTRIM bytes\tMerged\tQueued\tIn flight\tp50 us\tp99 us\tmax us\tPath")
 	for _, m := range st.Members {
 		d := m.Discard
 		unit := "none"
 		if m.DiscardGranularity > 0 {
 			unit = formatSize(m.DiscardGranularity)
 		}
-		fmt.Fprintf(t, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", m.Index, m.State, unit, m.IO.Reads, m.IO.Writes,
+		exclusive := "no"
+		if m.TrimExclusive {
+			exclusive = "yes"
+		}
+		fmt.Fprintf(t, "%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", m.Index, m.State, unit,
+			m.TrimInFlight, exclusive, m.IO.Reads, m.IO.Writes,
 			m.IO.Errors+d.Errors, d.Issued, formatSize(d.IssuedBytes), d.Merged, d.Queued, d.InFlight,
 			d.Latency.P50, d.Latency.P99, d.Latency.Max, m.Path)
 	}

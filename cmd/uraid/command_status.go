@@ -104,7 +104,7 @@ func newStatusCommand() *cobra.Command {
 }
 
 // writeStatusLine is the mdstat-like view: the array, then one flag per member (U up, F failed,
-// _ missing), then what the discards did.
+// _ missing), then what the discards did, then how each member is trimmed.
 func writeStatusLine(w io.Writer, st raid.Status) {
 	var flags strings.Builder
 	var paths []string
@@ -140,6 +140,34 @@ func writeStatusLine(w io.Writer, st raid.Status) {
 	fmt.Fprintf(w, "      %s%s [%d/%d] [%s] discard %s: %d requests, %s, %d member ranges, %d queued, %d in flight\n",
 		formatSize(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
 		st.Discard.Requests, formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
+	fmt.Fprintf(w, "      TRIMs at once [%s], exclusive: %s\n", strings.Join(trimDepths(st), " "), exclusiveMembers(st))
+}
+
+// trimDepths is each member's TRIM limit in member order; "-" for a missing member.
+func trimDepths(st raid.Status) []string {
+	var out []string
+	for _, m := range st.Members {
+		if m.Path == "" {
+			out = append(out, "-")
+			continue
+		}
+		out = append(out, fmt.Sprint(m.TrimInFlight))
+	}
+	return out
+}
+
+// exclusiveMembers names the members whose TRIMs wait for their reads and writes.
+func exclusiveMembers(st raid.Status) string {
+	var out []string
+	for _, m := range st.Members {
+		if m.TrimExclusive {
+			out = append(out, fmt.Sprintf("%s[%d]", m.Path, m.Index))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, " ")
 }
 
 func active(st raid.Status) int {

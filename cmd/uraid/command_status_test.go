@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"uraid/raid"
+)
+
+func trimStatus() raid.Status {
+	return raid.Status{
+		Name: "demo", Level: "10", Layout: "n2", ChunkBytes: 512 << 10, SizeBytes: 1 << 30,
+		Device: "/dev/ublkb0", State: raid.StateNameDegraded, DiscardMode: "sync",
+		Members: []raid.MemberStatus{
+			{Path: "/dev/sda", Index: 0, State: "active", Kind: "block", DiscardGranularity: 4096, TrimExclusive: true, TrimInFlight: 1},
+			{Path: "/dev/nvme0n1", Index: 1, State: "active", Kind: "block", DiscardGranularity: 4096, TrimInFlight: 4},
+			{Index: 2, State: "missing"},
+			{Path: "/dev/sdc", Index: 3, State: "active", Kind: "block", TrimExclusive: true},
+		},
+	}
+}
+
+func TestStatusLineTrimSettings(t *testing.T) {
+	var out bytes.Buffer
+	writeStatusLine(&out, trimStatus())
+	assert.Contains(t, out.String(), "      TRIMs at once [1 4 - 0], exclusive: /dev/sda[0] /dev/sdc[3]\n")
+
+	st := trimStatus()
+	for i := range st.Members {
+		st.Members[i].TrimExclusive = false
+	}
+	out.Reset()
+	writeStatusLine(&out, st)
+	assert.Contains(t, out.String(), "exclusive: none\n")
+}
+
+func TestDetailTrimSettings(t *testing.T) {
+	var out bytes.Buffer
+	writeDetail(&out, trimStatus())
+	lines := strings.Split(out.String(), "\n")
+	var header []string
+	rows := map[string][]string{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "Number":
+			// Column names hold spaces; tabwriter pads with two or more.
+			for _, c := range strings.Split(l, "  ") {
+				if c = strings.TrimSpace(c); c != "" {
+					header = append(header, c)
+				}
+			}
+		case header != nil && len(f) == len(header):
+			rows[f[len(f)-1]] = f
+		}
+	}
+	require.NotEmpty(t, header, out.String())
+	col := func(name string) int {
+		for i, h := range header {
+			if h == name {
+				return i
+			}
+		}
+		t.Fatalf("no column %q in %q", name, header)
+		return -1
+	}
+	at, ex := col("TRIMs at once"), col("Exclusive")
+	for path, want := range map[string][2]string{"/dev/sda": {"1", "yes"}, "/dev/nvme0n1": {"4", "no"}, "/dev/sdc": {"0", "yes"}} {
+		require.Contains(t, rows, path, out.String())
+		assert.Equal(t, want, [2]string{rows[path][at], rows[path][ex]}, path)
+	}
+}
