@@ -151,3 +151,25 @@ func TestParseInFlight(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// TestAssembleRefusesUnknownTrimMember: assemble refuses per-member TRIM settings for a path that
+// is not a member before it starts anything (--foreground keeps a wrong acceptance from spawning
+// a daemon).
+func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	ms := memberFiles(t, 2, 8<<20)
+	cms, _, err := createOnly(ms)
+	require.NoError(t, err)
+	for _, m := range cms {
+		m.Close()
+	}
+	before := fileSums(t, ms)
+	for _, flag := range [][]string{{"--trim-exclusive", ms[0] + ",/dev/sdz"}, {"--trim-inflight", "/dev/sdz=2"}} {
+		args := append(append([]string{"assemble", "arr", "--foreground"}, flag...), ms...)
+		code, out, errOut := runCLI(t, args...)
+		assert.Equal(t, exitError, code, errOut)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, flag[0]+" /dev/sdz is not a member of the array (members: "+ms[0]+", "+ms[1]+")")
+		assert.Equal(t, before, fileSums(t, ms), "members changed")
+	}
+}
