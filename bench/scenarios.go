@@ -182,12 +182,12 @@ func (r *Runner) fstrim() error {
 	return nil
 }
 
-// ramp is the fio option that runs a job for a second before counting it.
-// The first second of I/O on a freshly started uraid array is slower (read
-// p99 22-50 ms in that second, 7 ms after it, in the guest): a one-off of
-// starting the daemon, not the steady state the scenarios compare. md's
-// arrays get the same ramp.
-const ramp = "ramp_time=1"
+// ramp is the fio option that runs a job for two seconds before counting it.
+// The first one to two seconds of I/O on a freshly started uraid array are
+// slower (read p99 22-50 ms in the first second, 7 ms from the third on, in
+// the guest): a one-off of starting the daemon, not the steady state the
+// scenarios compare. md's arrays get the same ramp.
+const ramp = "ramp_time=2"
 
 // (d) Random-read latency alone and beside a stream of 20 1 MiB discards a
 // second in the other half of the device.
