@@ -152,14 +152,7 @@ func (r *Runner) fstrim() error {
 				return err
 			}
 			for rep := range r.cfg.Reps {
-				// A fresh mount forgets which groups were trimmed.
-				if err := umount(); err != nil {
-					return err
-				}
-				if err := r.drain(a); err != nil {
-					return err
-				}
-				if err := mount(a.dev, false); err != nil {
+				if err := r.remount(a); err != nil {
 					return err
 				}
 				took, err := fitrim()
@@ -315,13 +308,7 @@ func (r *Runner) slowMember() error {
 			opts := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
 			for rep := range r.cfg.Reps {
 				for _, during := range []bool{false, true} {
-					if err := umount(); err != nil {
-						return err
-					}
-					if err := r.drain(a); err != nil {
-						return err
-					}
-					if err := mount(a.dev, false); err != nil {
+					if err := r.remount(a); err != nil {
 						return err
 					}
 					c := "idle"
@@ -378,6 +365,19 @@ func (r *Runner) slowMember() error {
 		}
 	}
 	return nil
+}
+
+// remount unmounts a's filesystem, waits for uraid's background TRIMs and
+// mounts it again (nodiscard): each repetition starts with no TRIM of the
+// last one running, and a fresh mount forgets which groups ext4 trimmed.
+func (r *Runner) remount(a *array) error {
+	if err := umount(); err != nil {
+		return err
+	}
+	if err := r.drain(a); err != nil {
+		return err
+	}
+	return mount(a.dev, false)
 }
 
 // preallocate writes a file of size bytes so that fio finds it laid out.
