@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
-	"uraid/ublk/internal/uring"
+	"uraid/internal/uapi"
+	"uraid/internal/uring"
 )
 
 const controlPath = "/dev/ublk-control"

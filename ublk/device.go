@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // Paths of a device's nodes; devtmpfs creates them.

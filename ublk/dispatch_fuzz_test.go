@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // FuzzDispatch feeds arbitrary descriptors, as a buggy or hostile kernel

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"uraid/ublk/internal/uapi"
-	"uraid/ublk/internal/uring"
+	"uraid/internal/uapi"
+	"uraid/internal/uring"
 )
 
 // Harness drives a Target the way a device queue does, without the ublk

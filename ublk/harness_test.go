@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
-	"uraid/ublk/internal/uring"
+	"uraid/internal/uapi"
+	"uraid/internal/uring"
 )
 
 // seen is what a target observed of a request.

@@ -5,7 +5,7 @@ import (
 	"os"
 	"runtime"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // Defaults for the zero Options.

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // DeviceInfo is what the kernel reports about a ublk device.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/bits"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // Params describe the block device a Target presents. Sizes are in bytes.

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 func TestParamsValidate(t *testing.T) {

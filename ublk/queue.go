@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
-	"uraid/ublk/internal/uring"
+	"uraid/internal/uapi"
+	"uraid/internal/uring"
 )
 
 // user_data of every SQE on a queue ring says who its completion is for:

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // The Prep methods queue I/O on the ring of r's queue for a RingTarget.

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uring"
+	"uraid/internal/uring"
 )
 
 // Discarder discards ranges of one block device.

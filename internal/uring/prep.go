@@ -1,7 +1,7 @@
 package uring
 
 import (
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // Prep helpers fill an SQE from NextSQE (which is already zeroed) for one

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // Waker is an eventfd that lets any goroutine wake the owner of a ring

@@ -1,6 +1,6 @@
 package uring
 
-import "uraid/ublk/internal/uapi"
+import "uraid/internal/uapi"
 
 // Option configures New.
 type Option func(*config)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 const block = 4096

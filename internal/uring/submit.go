@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // NextSQE returns the next free slot, zeroed, or nil when every slot is

@@ -6,7 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // TestRingModel drives rings of random geometry and setup flags with

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // The raw system calls. They return the bare errno so that the hot path

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // Ring is one io_uring instance: its fd and the three shared mappings.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/ublk/internal/uapi"
+	"uraid/internal/uapi"
 )
 
 // cqReady is the number of completions in the CQ not yet consumed. The
