@@ -123,6 +123,7 @@ var cmdNames = map[uint32]string{
 	uapi.UBLK_U_CMD_START_USER_RECOVERY: "START_USER_RECOVERY",
 	uapi.UBLK_U_CMD_END_USER_RECOVERY:   "END_USER_RECOVERY",
 	uapi.UBLK_U_CMD_GET_FEATURES:        "GET_FEATURES",
+	uapi.UBLK_U_CMD_TRY_STOP_DEV:        "TRY_STOP_DEV",
 }
 
 // do sends one control command and waits for its result. buf, when not nil,
@@ -190,6 +191,13 @@ func (c *control) startDev(id uint32, pid int) error {
 
 func (c *control) stopDev(id uint32) error {
 	return c.do(uapi.UBLK_U_CMD_STOP_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
+}
+
+// tryStopDev is STOP_DEV that the kernel refuses with EBUSY while the block
+// device has openers, checked under the disk's open mutex so that no open
+// can slip in between (drivers with UBLK_F_SAFE_STOP_DEV only).
+func (c *control) tryStopDev(id uint32) error {
+	return c.do(uapi.UBLK_U_CMD_TRY_STOP_DEV, uapi.CtrlCmd{DevID: id, QueueID: anyQueue}, nil)
 }
 
 // delDev deletes the device. The synchronous DEL_DEV waits until every

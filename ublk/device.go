@@ -39,8 +39,9 @@ type Device struct {
 	stopErr error
 	ctrl    *control
 	id      uint32
-	added   bool // ADD_DEV succeeded: DEL_DEV is owed
-	live    bool // START_DEV succeeded: STOP_DEV is owed
+	flags   uint64 // UBLK_F_* the kernel agreed to
+	added   bool   // ADD_DEV succeeded: DEL_DEV is owed
+	live    bool   // START_DEV succeeded: STOP_DEV is owed
 	char    *os.File
 	queues  []*queue
 	running sync.WaitGroup // queue goroutines
@@ -106,6 +107,15 @@ func NewRecovery(t Target, id uint32, opts Options) (*Device, error) {
 	return d, nil
 }
 
+// Flags are the UBLK_F_* bits the kernel gave the device (the asked ones
+// it supports, plus those it forces on), valid once Start succeeded. On
+// recovery they are the flags the device was created with.
+func (d *Device) Flags() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.flags
+}
+
 // ID is the device number N of /dev/ublkbN, valid once Start succeeded.
 func (d *Device) ID() uint32 {
 	d.mu.Lock()
@@ -163,7 +173,7 @@ func (d *Device) start(ctx context.Context) error {
 	if err := ctrl.addDev(info); err != nil {
 		return err
 	}
-	d.id, d.added = info.DevID, true
+	d.id, d.flags, d.added = info.DevID, info.Flags, true
 	// The kernel may clamp queues to the CPUs and the buffer size to its
 	// limit: serve what it agreed to.
 	if int(info.NrHwQueues) < 1 || int(info.QueueDepth) != d.opts.Depth || int(info.MaxIOBufBytes) > d.opts.MaxIOBytes {
@@ -176,7 +186,10 @@ func (d *Device) start(ctx context.Context) error {
 	if err := ctrl.setParams(d.id, &kp); err != nil {
 		return err
 	}
-	if err := d.startQueues(ctx, int(info.NrHwQueues), int(info.QueueDepth), maxIO); err != nil {
+	if err := d.makeQueues(int(info.NrHwQueues), int(info.QueueDepth), maxIO); err != nil {
+		return err
+	}
+	if err := d.startQueues(ctx); err != nil {
 		return err
 	}
 	// START_DEV waits, in the kernel, for every fetch to be outstanding.
@@ -189,6 +202,13 @@ func (d *Device) start(ctx context.Context) error {
 
 // startRecovery resumes a quiesced device: the kernel reinitializes its
 // queues, the new queues fetch, and END_USER_RECOVERY makes it live again.
+//
+// Everything that can be prepared is prepared before START_USER_RECOVERY:
+// from that command until every queue has fetched all its tags, a server
+// that dies leaves a 6.12 driver unable to recover the device (its cancel
+// and reinit paths assume each queue either fully fetched or belongs to
+// the dead server), so that window is kept to opening the character
+// device, mapping the descriptors and one submission per queue.
 func (d *Device) startRecovery(ctx context.Context) error {
 	id := d.opts.ID
 	ki, err := d.ctrl.getDevInfo(id)
@@ -207,6 +227,11 @@ func (d *Device) startRecovery(ctx context.Context) error {
 		return fmt.Errorf("ublk recover dev %d: it has %d sectors of %d bytes, the target %d bytes in blocks of %d: not the same device",
 			id, kp.Basic.DevSectors, 1<<kp.Basic.LogicalBsShift, d.params.Size, d.params.logical())
 	}
+	d.id, d.flags = id, ki.Flags
+	maxIO := int(ki.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
+	if err := d.makeQueues(int(ki.NrHwQueues), int(ki.QueueDepth), maxIO); err != nil {
+		return err
+	}
 	// The kernel answers EBUSY until it has finished with the dead
 	// server (its queues cancelled, its /dev/ublkcN closed).
 	for {
@@ -221,10 +246,11 @@ func (d *Device) startRecovery(ctx context.Context) error {
 			return fmt.Errorf("ublk recover dev %d: device stays busy (is its old server still running?): %w", id, err)
 		}
 	}
-	d.id = id
-	maxIO := int(ki.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
-	if err := d.startQueues(ctx, int(ki.NrHwQueues), int(ki.QueueDepth), maxIO); err != nil {
+	if err := d.startQueues(ctx); err != nil {
 		return err
+	}
+	if d.opts.BeforeEndRecovery != nil {
+		d.opts.BeforeEndRecovery()
 	}
 	if err := d.ctrl.endUserRecovery(id, os.Getpid()); err != nil {
 		return err
@@ -233,20 +259,32 @@ func (d *Device) startRecovery(ctx context.Context) error {
 	return waitBlockNode(ctx, blockPath(id))
 }
 
-// startQueues opens /dev/ublkcN and starts the queue goroutines, returning
-// once every tag of every queue has its fetch submitted.
-func (d *Device) startQueues(ctx context.Context, n, depth, maxIO int) error {
+// makeQueues makes n queues of depth tags with maxIO-byte buffers: all
+// they need short of the character device.
+func (d *Device) makeQueues(n, depth, maxIO int) error {
+	for i := range n {
+		q := newQueue(uint16(i), depth, d.target, d.params.Size)
+		d.queues = append(d.queues, q)
+		if err := q.openBuffers(maxIO); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startQueues opens /dev/ublkcN, maps each queue's descriptors and starts
+// the queue goroutines, returning once every tag of every queue has its
+// fetch submitted.
+func (d *Device) startQueues(ctx context.Context) error {
 	char, err := openNode(ctx, charPath(d.id))
 	if err != nil {
 		return err
 	}
 	d.char = char
-	for i := range n {
-		q := newQueue(uint16(i), depth, d.target, d.params.Size)
-		if err := q.open(int(char.Fd()), maxIO); err != nil {
+	for _, q := range d.queues {
+		if err := q.mapDescriptors(int(char.Fd())); err != nil {
 			return err
 		}
-		d.queues = append(d.queues, q)
 	}
 	ready := make(chan error, len(d.queues))
 	for _, q := range d.queues {
@@ -266,7 +304,8 @@ func (d *Device) startQueues(ctx context.Context, n, depth, maxIO int) error {
 // the same result every time. It waits for the target to finish every
 // request it holds: a target that never completes one makes Stop hang in
 // the kernel's del_gendisk. Whoever still has /dev/ublkbN open sees it go
-// away (I/O fails); the device number is freed once they close it.
+// away (I/O fails); the device number is freed once they close it. Parked
+// requests are served first.
 func (d *Device) Stop() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -278,9 +317,136 @@ func (d *Device) Stop() error {
 	return d.stopErr
 }
 
+// StopUnused is Stop for a device that nothing uses: if /dev/ublkbN (or a
+// partition of it) is mounted, stacked on, used as swap or open in another
+// process, it returns an error wrapping ErrBusy that names them, and the
+// device goes on serving. Drivers with UBLK_F_SAFE_STOP_DEV check in the
+// kernel, atomically with the stop; on older ones the check is procfs and
+// sysfs, and an exclusive claim on the device keeps filesystems from
+// mounting it while it stops.
+func (d *Device) StopUnused() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return d.stopErr
+	}
+	if d.live {
+		d.unparkLocked()
+		if err := stopUnused(d.ctrl, d.id, d.flags); err != nil {
+			if errors.Is(err, ErrBusy) {
+				return fmt.Errorf("ublk dev %d: %w", d.id, err)
+			}
+			// A stop that failed otherwise leaves the device as it was;
+			// the teardown below tries the plain stop once more.
+		} else {
+			d.live = false
+		}
+	}
+	d.stopped = true
+	d.stopErr = d.teardown()
+	return d.stopErr
+}
+
+// Park stops handing requests to the target and returns once it holds
+// none: everything started before has finished and its commit reached the
+// kernel. Requests the kernel sends meanwhile wait in their tags. The
+// server then either leaves the device to a successor with Abandon (with
+// UBLK_F_USER_RECOVERY_REISSUE the kernel hands the waiting requests to
+// the successor; without it they fail with EIO) or serves on with Unpark,
+// which it must also do if Park fails (ctx ended, or the device failed).
+func (d *Device) Park(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.live || d.stopped {
+		d.mu.Unlock()
+		return fmt.Errorf("ublk park: %w", ErrStopped)
+	}
+	p := &parkRequest{done: make(chan uint16, len(d.queues))}
+	n := len(d.queues)
+	for _, q := range d.queues {
+		q.park.Store(p)
+		q.wake()
+	}
+	d.mu.Unlock()
+	for range n {
+		select {
+		case <-p.done:
+		case <-d.failed:
+			return fmt.Errorf("ublk park: %w", d.Err())
+		case <-ctx.Done():
+			return fmt.Errorf("ublk park: the target still holds requests: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Unpark undoes Park: the requests held back are served, and new ones too.
+func (d *Device) Unpark() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unparkLocked()
+}
+
+func (d *Device) unparkLocked() {
+	for _, q := range d.queues {
+		if q.park.Swap(nil) != nil && q.wakeFd >= 0 {
+			q.wake()
+		}
+	}
+}
+
+// Abandon leaves the device to a successor without stopping it: each
+// queue closes its ring once the target holds none of its requests (Park
+// first, so that it holds none), and /dev/ublkcN is closed. The kernel,
+// finding the server gone, quiesces a device that has user recovery: the
+// block device stays, its I/O waits, and NewRecovery in another process
+// takes it over. A device without user recovery is removed by the kernel.
+// After Abandon the Device is stopped; Stop returns Abandon's result.
+func (d *Device) Abandon() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return d.stopErr
+	}
+	d.stopped = true
+	for _, q := range d.queues {
+		q.abandon.Store(true)
+		if q.wakeFd >= 0 {
+			q.wake()
+		}
+	}
+	d.running.Wait()
+	errs := d.closeQueues()
+	if d.char != nil {
+		errs = append(errs, d.char.Close())
+		d.char = nil
+	}
+	if d.ctrl != nil {
+		errs = append(errs, d.ctrl.close())
+		d.ctrl = nil
+	}
+	d.live, d.added = false, false
+	d.stopErr = errors.Join(errs...)
+	return d.stopErr
+}
+
+// FailQueue ends queue q with err, as a queue ends when its ring fails:
+// fault injection, for testing what a server does when its device fails
+// (Failed closes with err). The kernel sees the queue's server go.
+func (d *Device) FailQueue(q int, err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.live || q < 0 || q >= len(d.queues) {
+		return fmt.Errorf("ublk: no live queue %d", q)
+	}
+	d.queues[q].fault.Store(&err)
+	d.queues[q].wake()
+	return nil
+}
+
 // teardown undoes whatever start got to.
 func (d *Device) teardown() error {
 	var errs []error
+	d.unparkLocked()
 	if d.live {
 		// del_gendisk waits for in-flight I/O, which the queues must
 		// still be serving.
@@ -294,13 +460,7 @@ func (d *Device) teardown() error {
 		}
 	}
 	d.running.Wait()
-	for _, q := range d.queues {
-		if q.err != nil {
-			errs = append(errs, q.err)
-		}
-		errs = append(errs, q.close())
-	}
-	d.queues = nil
+	errs = append(errs, d.closeQueues()...)
 	if d.char != nil {
 		errs = append(errs, d.char.Close())
 		d.char = nil
@@ -315,6 +475,25 @@ func (d *Device) teardown() error {
 		d.ctrl = nil
 	}
 	return errors.Join(errs...)
+}
+
+// closeQueues releases the queues once their goroutines are gone and
+// returns their errors. A queue that failed while the target still held
+// some of its requests keeps its memory: the target may yet write into
+// those buffers, so they stay mapped until the process ends.
+func (d *Device) closeQueues() []error {
+	var errs []error
+	for _, q := range d.queues {
+		if q.err != nil {
+			errs = append(errs, q.err)
+		}
+		if q.serving > 0 {
+			continue
+		}
+		errs = append(errs, q.close())
+	}
+	d.queues = nil
+	return errs
 }
 
 func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -25,4 +25,9 @@ var (
 	// ErrDaemonAlive means an orphan cleanup found the device's server
 	// process still running, so the device is not an orphan.
 	ErrDaemonAlive = errors.New("ublk device's server is still running")
+
+	// ErrBusy means a safe stop found the block device open (mounted,
+	// stacked on, used as swap, or open in a process) and left it alone.
+	// The wrapped error names what holds it.
+	ErrBusy = errors.New("is in use")
 )

@@ -35,9 +35,15 @@ type Options struct {
 	// dies, /dev/ublkbN stays (its I/O waits, "quiesced") until a new
 	// server takes it over with NewRecovery. Requests the dead server
 	// held fail with EIO, unless ReissueOnRecovery sends them to the new
-	// server instead.
+	// server instead. A kernel without a feature ignores it: Flags says
+	// what the device got.
 	UserRecovery      bool
 	ReissueOnRecovery bool
+
+	// BeforeEndRecovery, when set, is called by a recovering Start once
+	// every new queue is fetching, just before the device is made live
+	// again: a hook for tests that need a server to die at that point.
+	BeforeEndRecovery func()
 }
 
 // withDefaults fills in zero fields and checks the rest, so that a bad

@@ -68,10 +68,28 @@ func Features() (uint64, error) {
 	return c.getFeatures()
 }
 
+// UserRecovery reports whether the device outlives its server (quiesced,
+// waiting for a new one) rather than being removed with it.
+func (i DeviceInfo) UserRecovery() bool { return i.Flags&uapi.UBLK_F_USER_RECOVERY != 0 }
+
+// Reissue reports whether requests the server held when it died go to
+// the next server (UBLK_F_USER_RECOVERY_REISSUE) rather than failing.
+func (i DeviceInfo) Reissue() bool {
+	return i.UserRecovery() && i.Flags&uapi.UBLK_F_USER_RECOVERY_REISSUE != 0
+}
+
+// Path is the device's block node, /dev/ublkbN.
+func (i DeviceInfo) Path() string { return blockPath(i.ID) }
+
+// List returns the ids of every ublk device the kernel has.
+func List() ([]uint32, error) { return listDevices() }
+
 // RemoveOrphan deletes device id if the server that started it is dead, as
 // happens when a server is killed: the kernel keeps /dev/ublkcN and the id
-// until someone deletes them. It returns ErrDaemonAlive, and leaves the
-// device alone, while that server runs.
+// (and, with user recovery, the quiesced block device) until someone
+// deletes them. It returns ErrDaemonAlive, and leaves the device alone,
+// while that server runs, and an error wrapping ErrBusy, naming them,
+// while anything has the block device open.
 func RemoveOrphan(id uint32) error {
 	c, err := openControl()
 	if err != nil {
@@ -91,9 +109,9 @@ func removeOrphan(c *control, id uint32) error {
 	}
 	if ki.State != uapi.UBLK_S_DEV_DEAD {
 		// A quiesced device (user recovery) or one whose stop never
-		// ran still has a disk: remove it first.
-		if err := c.stopDev(id); err != nil {
-			return err
+		// ran still has a disk: remove it first, unless it is in use.
+		if err := stopUnused(c, id, ki.Flags); err != nil {
+			return fmt.Errorf("ublk dev %d: %w", id, err)
 		}
 	}
 	return c.delDev(id)
@@ -120,8 +138,8 @@ func RemoveOrphans() ([]uint32, error) {
 		switch err := removeOrphan(c, id); {
 		case err == nil:
 			removed = append(removed, id)
-		case errors.Is(err, ErrDaemonAlive), errors.Is(err, unix.ENODEV):
-			// Served, or deleted meanwhile.
+		case errors.Is(err, ErrDaemonAlive), errors.Is(err, unix.ENODEV), errors.Is(err, ErrBusy):
+			// Served, deleted meanwhile, or in use.
 		default:
 			errs = append(errs, err)
 		}

@@ -28,6 +28,7 @@ const (
 	tagFetching uint8 = iota // a FETCH or COMMIT_AND_FETCH is outstanding
 	tagServing               // the target holds the request
 	tagAborted               // the kernel cancelled the fetch: never reissue
+	tagParked                // the request arrived while parked: held back from the target
 )
 
 // queue serves one hardware queue. Everything but the fields marked
@@ -50,8 +51,10 @@ type queue struct {
 	reqs    []Request
 	state   []uint8
 	// serving counts tags in state tagServing; aborted those in
-	// tagAborted.
-	serving, aborted int
+	// tagAborted; parked those in tagParked.
+	serving, aborted, parked int
+	// reported is the park request whose drain this queue has answered.
+	reported *parkRequest
 
 	// held[tag] is true from dispatch until the target's first
 	// completion of that request; any goroutine may clear it.
@@ -67,6 +70,16 @@ type queue struct {
 	// stopping is set by Device.stop after STOP_DEV: exit once the
 	// target holds no request, even if the kernel left fetches pending.
 	stopping atomic.Bool
+	// park, when not nil, holds new requests back from the target
+	// (tagParked) and asks the queue to say on park.done once the target
+	// holds none. Device.Park sets it, Device.Unpark clears it, and the
+	// parked requests are then served.
+	park atomic.Pointer[parkRequest]
+	// abandon is set by Device.Abandon: close the ring, without any
+	// stop, once the target holds no request.
+	abandon atomic.Bool
+	// fault, when set, ends the queue with that error (Device.FailQueue).
+	fault atomic.Pointer[error]
 	// wakeFd is an eventfd the queue keeps a poll armed on, so a write
 	// from any goroutine ends its io_uring_enter.
 	wakeFd int
@@ -205,20 +218,64 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 }
 
 // loop commits finished requests, waits for the kernel and dispatches what
-// it returns, until every tag is aborted or the device is stopping and the
-// target holds nothing.
+// it returns, until every tag is aborted, or the device is stopping or
+// abandoned and the target holds nothing.
 func (q *queue) loop() error {
 	for {
 		if err := q.commitDone(); err != nil {
 			return err
 		}
+		if err := q.fault.Load(); err != nil {
+			return *err
+		}
+		if err := q.checkPark(); err != nil {
+			return err
+		}
 		if q.aborted == q.depth || (q.stopping.Load() && q.serving == 0) {
+			return nil
+		}
+		if q.abandon.Load() && q.serving == 0 {
+			// The commits just queued must reach the kernel: a request
+			// whose commit is lost with the ring would be reissued to
+			// the successor (or failed) although it is done.
+			if _, err := q.ring.Submit(); err != nil {
+				return fmt.Errorf("ublk queue %d: submit last commits: %w", q.id, err)
+			}
 			return nil
 		}
 		if err := q.wait(); err != nil {
 			return err
 		}
 	}
+}
+
+// parkRequest is one Device.Park: each queue sends its id on done, once,
+// when the target holds none of its requests.
+type parkRequest struct{ done chan uint16 }
+
+// checkPark follows Park and Unpark: while parked, it reports the drain
+// once the target holds nothing (with the last commits submitted, so the
+// kernel has them); once unparked, it serves the requests held back.
+func (q *queue) checkPark() error {
+	p := q.park.Load()
+	if p == nil {
+		q.reported = nil
+		for tag := 0; q.parked > 0 && tag < q.depth; tag++ {
+			if q.state[tag] == tagParked {
+				q.parked--
+				q.dispatch(uint16(tag))
+			}
+		}
+		return nil
+	}
+	if q.serving == 0 && q.reported != p {
+		if _, err := q.ring.Submit(); err != nil {
+			return fmt.Errorf("ublk queue %d: submit commits before parking: %w", q.id, err)
+		}
+		q.reported = p
+		p.done <- q.id // buffered for every queue: never blocks
+	}
+	return nil
 }
 
 // wait submits what is queued, sleeps in the kernel until a completion
@@ -270,6 +327,14 @@ func (q *queue) onIO(tag uint16, res int32) {
 		return
 	}
 	if res == uapi.UBLK_IO_RES_OK {
+		if q.park.Load() != nil {
+			// The kernel owns nothing of it now: it stays with this
+			// server, to be served on Unpark or, if the server leaves
+			// the device, reissued to its successor.
+			q.state[tag] = tagParked
+			q.parked++
+			return
+		}
 		q.dispatch(tag)
 		return
 	}
@@ -422,10 +487,9 @@ func bufAddr(b []byte) uint64 {
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 }
 
-// open maps the queue's descriptor array from /dev/ublkcN and its per-tag
-// buffers from anonymous memory, which neither moves nor is freed behind the
-// kernel's back, and makes its wake eventfd.
-func (q *queue) open(charFd int, maxIO int) error {
+// mapDescriptors maps the queue's descriptor array from /dev/ublkcN: the
+// kernel writes each request's descriptor there.
+func (q *queue) mapDescriptors(charFd int) error {
 	page := os.Getpagesize()
 	desc, err := unix.Mmap(charFd, uapi.CmdBufOffset(q.id, page), uapi.CmdBufSize(uint16(q.depth), page), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
@@ -434,15 +498,12 @@ func (q *queue) open(charFd int, maxIO int) error {
 	q.descMem = desc
 	q.iods = unsafe.Slice((*uapi.IODesc)(unsafe.Pointer(unsafe.SliceData(desc))), q.depth)
 	q.charFd = int32(charFd)
-	if err := q.openBuffers(maxIO); err != nil {
-		q.close()
-		return err
-	}
 	return nil
 }
 
-// openBuffers maps the per-tag buffers and the wake eventfd: everything but
-// the kernel's descriptors.
+// openBuffers maps the per-tag buffers from anonymous memory, which
+// neither moves nor is freed behind the kernel's back, and makes the wake
+// eventfd: everything but the kernel's descriptors.
 func (q *queue) openBuffers(maxIO int) error {
 	mem, err := unix.Mmap(-1, 0, q.depth*maxIO, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {

@@ -137,6 +137,10 @@ const (
 	UBLK_F_QUIESCE               = 1 << 12
 	UBLK_F_PER_IO_DAEMON         = 1 << 13
 	UBLK_F_BUF_REG_OFF_DAEMON    = 1 << 14
+	// The driver has UBLK_U_CMD_TRY_STOP_DEV: a stop that refuses, with
+	// -EBUSY, while anything has the block device open (7.0; forced on
+	// in every device's flags from 7.3).
+	UBLK_F_SAFE_STOP_DEV = 1 << 17
 )
 
 // Device states (ctrl_dev_info.state).
