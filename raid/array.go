@@ -56,6 +56,10 @@ type Array struct {
 	discard  discardStats
 	engine   *discard.Engine
 	issuers  []memberIssuer // closed after the engine
+	// unclean is set while the array carries an unclean end of its last run (its superblocks
+	// were dirty when it was assembled, or the daemon serving it died): copies of a mirror may
+	// disagree where writes were in flight, until a resync brings them back in step.
+	unclean atomic.Bool
 }
 
 // Options shape how an array is served.
@@ -175,8 +179,19 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
 	}
 	a.engine, a.issuers = e, issuers
+	// A clean stop marks the members clean; dirty ones were not stopped.
+	a.unclean.Store(sb.State == StateDirty)
 	return a, nil
 }
+
+// Unclean reports whether the array's last run ended without a clean stop, so that copies of a
+// mirror may disagree where writes were in flight (see SetUnclean).
+func (a *Array) Unclean() bool { return a.unclean.Load() }
+
+// SetUnclean overrides what the superblocks said: a daemon taking over a running array's device
+// knows better whether its predecessor ended cleanly (a hand-over) or died (unclean), since the
+// superblocks of a running array always say dirty.
+func (a *Array) SetUnclean(v bool) { a.unclean.Store(v) }
 
 // ErrArrayFailed means some data has no working copy left.
 var ErrArrayFailed = errors.New("array failed")

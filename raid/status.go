@@ -22,6 +22,10 @@ type Status struct {
 	SizeBytes   int64          `json:"size_bytes"`
 	Device      string         `json:"device"`
 	State       string         `json:"state"` // clean, active, degraded or failed
+	// Unclean is true when the array's last run ended without a clean stop; Resync is then
+	// "pending" for levels with copies, which may disagree where writes were in flight.
+	Unclean bool   `json:"unclean"`
+	Resync  string `json:"resync,omitempty"`
 	DiscardMode string         `json:"discard_mode"`
 	Events      uint64         `json:"events"`
 	CreateTime  int64          `json:"create_time"`
@@ -73,6 +77,9 @@ const (
 	StateNameFailed   = "failed"
 )
 
+// ResyncPending is Status.Resync of a mirror whose copies may disagree after an unclean end.
+const ResyncPending = "pending"
+
 // Status reports the array's state and counters; device is the served block device path, or ""
 // while none is.
 func (a *Array) Status(device string, pid int) Status {
@@ -88,6 +95,9 @@ func (a *Array) Status(device string, pid int) Status {
 	}
 	if sb.Level == LevelRAID10 {
 		st.Layout = sb.Layout.String()
+	}
+	if st.Unclean = a.Unclean(); st.Unclean && sb.Level.Redundant() {
+		st.Resync = ResyncPending
 	}
 	switch {
 	case !a.readable():
