@@ -14,24 +14,25 @@ type discardStats struct {
 // Status is an array's state as `uraid status` and `uraid detail` show it and the control socket
 // serves it. The JSON field names are a stable interface for scripts.
 type Status struct {
-	Name       string `json:"name"`
-	UUID       string `json:"uuid"`
-	Level      string `json:"level"`
-	Layout     string `json:"layout,omitempty"`
-	ChunkBytes int64  `json:"chunk_bytes"`
-	SizeBytes  int64  `json:"size_bytes"`
-	Device     string `json:"device"`
-	State      string `json:"state"` // clean, active, degraded or failed
-	// Unclean is true when the array's last run ended without a clean stop; Resync is then
-	// "pending" for levels with copies, which may disagree where writes were in flight.
-	Unclean     bool           `json:"unclean"`
-	Resync      string         `json:"resync,omitempty"`
+	Name        string         `json:"name"`
+	UUID        string         `json:"uuid"`
+	Level       string         `json:"level"`
+	Layout      string         `json:"layout,omitempty"`
+	ChunkBytes  int64          `json:"chunk_bytes"`
+	SizeBytes   int64          `json:"size_bytes"`
+	Device      string         `json:"device"`
+	State       string         `json:"state"` // clean, active, degraded or failed
 	DiscardMode string         `json:"discard_mode"`
 	Events      uint64         `json:"events"`
 	CreateTime  int64          `json:"create_time"`
 	PID         int            `json:"pid"`
 	Members     []MemberStatus `json:"members"`
 	Discard     DiscardTotals  `json:"discard"`
+
+	// Unclean is true when the array's last run ended without a clean stop; Resync is then
+	// "pending" for levels with copies, which may disagree where writes were in flight.
+	Unclean bool   `json:"unclean"`
+	Resync  string `json:"resync,omitempty"`
 }
 
 // MemberStatus is one member slot.
