@@ -58,6 +58,19 @@ func (c *Client) Stop(ctx context.Context) error {
 	return err
 }
 
+// Handover asks the daemon to finish the requests it holds and leave the device to a successor;
+// it returns once the daemon has let go of the members.
+func (c *Client) Handover(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodPost, "/handover")
+	return err
+}
+
+// FailQueue asks a daemon running with the test hooks to fail its device's first queue.
+func (c *Client) FailQueue(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodPost, "/debug/fail-queue")
+	return err
+}
+
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, nil)
 	if err != nil {

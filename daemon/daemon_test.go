@@ -42,8 +42,10 @@ type fakeArray struct {
 	err   error
 }
 
-func (a *fakeArray) Status() any { return map[string]any{"name": "t0", "state": "clean"} }
-func (a *fakeArray) Stop() error { a.stops.Add(1); return a.err }
+func (a *fakeArray) Status() any      { return map[string]any{"name": "t0", "state": "clean"} }
+func (a *fakeArray) Stop() error      { a.stops.Add(1); return a.err }
+func (a *fakeArray) Handover() error  { return errors.New("no hand-over here") }
+func (a *fakeArray) FailQueue() error { return nil }
 
 func useRunDir(t *testing.T) string {
 	d := t.TempDir()
@@ -60,7 +62,7 @@ func TestServeStatusMetricsStop(t *testing.T) {
 	c.Add(3)
 	reg.MustRegister(c)
 	a := &fakeArray{}
-	s.Serve(a, reg)
+	s.Serve(a, reg, false)
 
 	fi, err := os.Stat(SocketPath("t0"))
 	require.NoError(t, err)
@@ -92,7 +94,7 @@ func TestStopErrorReachesClient(t *testing.T) {
 	useRunDir(t)
 	s, err := Listen("t1")
 	require.NoError(t, err)
-	s.Serve(&fakeArray{err: errors.New("flush member 2: input/output error")}, prometheus.NewRegistry())
+	s.Serve(&fakeArray{err: errors.New("flush member 2: input/output error")}, prometheus.NewRegistry(), false)
 	defer s.Close()
 	err = NewClient("t1").Stop(context.Background())
 	require.Error(t, err)
@@ -103,7 +105,7 @@ func TestListenRefusesRunningAndReplacesStale(t *testing.T) {
 	dir := useRunDir(t)
 	s, err := Listen("t2")
 	require.NoError(t, err)
-	s.Serve(&fakeArray{}, prometheus.NewRegistry())
+	s.Serve(&fakeArray{}, prometheus.NewRegistry(), false)
 	_, err = Listen("t2")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already running")

@@ -11,10 +11,10 @@ import (
 // collector turns an array's status into Prometheus metrics at scrape time, so the counters the
 // data path keeps are the only bookkeeping.
 type collector struct {
-	status func() raid.Status
+	status func() Status
 }
 
-func newCollector(status func() raid.Status) *collector { return &collector{status: status} }
+func newCollector(status func() Status) *collector { return &collector{status: status} }
 
 var (
 	labelsArray  = []string{"array"}
@@ -22,6 +22,10 @@ var (
 
 	descUp         = prometheus.NewDesc("uraid_array_state", "Array state: 1 for the current one of clean, active, degraded, failed.", []string{"array", "state"}, nil)
 	descSize       = prometheus.NewDesc("uraid_array_size_bytes", "Array size.", labelsArray, nil)
+	descUnclean    = prometheus.NewDesc("uraid_array_unclean", "1 if the array's last run ended without a clean stop (a resync is pending for mirrors).", labelsArray, nil)
+	descFailed     = prometheus.NewDesc("uraid_array_device_failed", "1 once the array's device has failed, with why; the daemon then exits for a successor.", []string{"array", "reason"}, nil)
+	descRecovered  = prometheus.NewDesc("uraid_array_recoveries_total", "Daemons that took the array's device over since it was created.", labelsArray, nil)
+	descLastExit   = prometheus.NewDesc("uraid_array_last_exit_info", "Why the daemon before this one ended without stopping the device.", []string{"array", "reason"}, nil)
 	descDiscReq    = prometheus.NewDesc("uraid_array_discard_requests_total", "Discard requests received.", labelsArray, nil)
 	descDiscBytes  = prometheus.NewDesc("uraid_array_discard_bytes_total", "Bytes discarded by requests received.", labelsArray, nil)
 	descDiscRanges = prometheus.NewDesc("uraid_array_discard_member_ranges_total", "Member ranges the discards were split into.", labelsArray, nil)
@@ -43,7 +47,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descSize, descDiscReq, descDiscBytes, descDiscRanges,
+	for _, d := range []*prometheus.Desc{descUp, descSize, descUnclean, descFailed, descRecovered, descLastExit, descDiscReq, descDiscBytes, descDiscRanges,
 		descMemberUp, descReads, descWrites, descReadBytes, descWriteBytes, descIOErrors, descTrimQueued,
 		descTrimInflight, descTrimIssued, descTrimBytes, descTrimMerged, descTrimCancel, descTrimErrors, descTrimLatency} {
 		ch <- d
@@ -66,6 +70,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descUp, v, st.Name, s)
 	}
 	gauge(descSize, float64(st.SizeBytes), st.Name)
+	unclean := 0.0
+	if st.Unclean {
+		unclean = 1
+	}
+	gauge(descUnclean, unclean, st.Name)
+	if st.Failure != "" {
+		gauge(descFailed, 1, st.Name, st.Failure)
+	}
+	counter(descRecovered, float64(st.Recovery.Count), st.Name)
+	if st.Recovery.LastExit != "" {
+		gauge(descLastExit, 1, st.Name, st.Recovery.LastExit)
+	}
 	counter(descDiscReq, float64(st.Discard.Requests), st.Name)
 	counter(descDiscBytes, float64(st.Discard.Bytes), st.Name)
 	counter(descDiscRanges, float64(st.Discard.MemberRanges), st.Name)

@@ -23,7 +23,7 @@ func TestCollectorExportsStatus(t *testing.T) {
 			{Index: 1, State: "missing"},
 		}}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(func() raid.Status { return st }))
+	reg.MustRegister(newCollector(func() Status { return Status{Status: st} }))
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	var b strings.Builder

@@ -2,17 +2,17 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"uraid/raid"
 	"uraid/ublk"
@@ -24,57 +24,56 @@ const (
 	DefaultDepth  = 128
 )
 
-// startTimeout bounds how long a device may take to appear before the start counts as failed.
-const startTimeout = 60 * time.Second
+const (
+	// startTimeout bounds how long a device may take to appear before the start counts as
+	// failed.
+	startTimeout = 60 * time.Second
+	// recoverTimeout bounds the wait for what a dead daemon leaves behind to come free: its
+	// process, its member files (held until its last I/O ends), its device (until the kernel
+	// has quiesced it).
+	recoverTimeout = 3 * time.Minute
+	// parkTimeout bounds a hand-over's wait for the requests the array holds to finish.
+	parkTimeout = time.Minute
+)
 
-// State is what a running daemon leaves in RunDir()/NAME.json, so that `uraid stop` can clean up
-// after a daemon that was killed.
-type State struct {
-	Name     string   `json:"name"`
-	PID      int      `json:"pid"`
-	DeviceID uint32   `json:"device_id"`
-	Device   string   `json:"device"`
-	Members  []string `json:"members"`
+// Version is the daemon's build, as status reports it; the command sets it.
+var Version = "(devel)"
+
+// Config says how a daemon serves its array.
+type Config struct {
+	// Options are the array's serving options; Run records them for its successors.
+	Options raid.Options
+	// Supervised says a supervisor (systemd) runs this daemon in the foreground and starts it
+	// again when it exits with a failure: a hand-over then ends with ErrRestartMe instead of
+	// leaving the successor to uraid restart.
+	Supervised bool
 }
 
-// StatePath is where the daemon of the array called name records its State.
-func StatePath(name string) string { return filepath.Join(RunDir(), name+".json") }
+// ErrRestartMe is what Run and Recover return once a supervised daemon has handed its device
+// over: its supervisor must start the successor (uraid assemble --recover), and the daemon exits
+// with a failure status so that Restart=on-failure does.
+var ErrRestartMe = errors.New("device handed over: the supervisor starts the successor")
 
-// ReadState reads the State a daemon left, running or not.
-func ReadState(name string) (State, error) {
-	var st State
-	b, err := os.ReadFile(StatePath(name))
-	if err != nil {
-		return st, err
-	}
-	return st, json.Unmarshal(b, &st)
+// device is what a daemon needs of its ublk device; *ublk.Device has it.
+type device interface {
+	Start(context.Context) error
+	StopUnused() error
+	Park(context.Context) error
+	Unpark()
+	Abandon() error
+	FailQueue(int, error) error
+	Failed() <-chan struct{}
+	Err() error
+	Path() string
+	Flags() ublk.Flags
 }
 
-// served is an array with its device, as the control socket sees it.
-type served struct {
-	a   *raid.Array
-	dev *ublk.Device
-
-	stopOnce sync.Once
-	stopReq  chan struct{} // closed when someone asks for a stop
-	stopped  chan struct{} // closed when the stop is done
-	stopErr  error
-}
-
-func (s *served) Status() any { return s.a.Status(s.dev.Path(), os.Getpid()) }
-
-// Stop asks the main goroutine to stop the array and waits until it has.
-func (s *served) Stop() error {
-	s.stopOnce.Do(func() { close(s.stopReq) })
-	<-s.stopped
-	return s.stopErr
-}
-
-// Run serves a as a ublk device until SIGTERM, SIGINT or a stop through the control socket, then
-// stops in the order that loses nothing: remove the device (the kernel drains in-flight I/O),
-// finish queued TRIMs, flush the members, mark them clean. n and onReady (if not nil) hear when
-// the device is usable.
-func Run(a *raid.Array, queues, depth int, n *Notifier, onReady func(device string)) (err error) {
+// Run serves a, just created or assembled, as a new ublk device until it is stopped (SIGTERM,
+// SIGINT or POST /stop, each refused while the device is open), handed over (POST /handover) or
+// its device fails. It stops in the order that loses nothing: remove the device (the kernel
+// drains in-flight I/O), finish queued TRIMs, flush the members, mark them clean. n and onReady
+// (if not nil) hear when the device is usable.
+func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (err error) {
 	name := a.Name
 	ready := false
 	defer func() {
@@ -83,65 +82,524 @@ func Run(a *raid.Array, queues, depth int, n *Notifier, onReady func(device stri
 			n.Failed(err)
 		}
 	}()
+	// Installed first: a signal during the start must not kill the process with the device
+	// half made. It is looked at once the device serves.
+	sigs := notifySignals()
+	defer signal.Stop(sigs)
+
 	srv, err := Listen(name)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-
-	dev, err := ublk.New(a, ublk.Options{Queues: queues, Depth: depth})
+	if err := checkNoDevice(name); err != nil {
+		return err
+	}
+	uo, err := deviceOptions(cfg.Options)
 	if err != nil {
 		return fmt.Errorf("array %s: %w", name, err)
 	}
+	rec := newRecord(a, cfg)
 	if err := a.MarkDirty(); err != nil {
 		return fmt.Errorf("array %s: mark members in use: %w", name, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	err = dev.Start(ctx)
-	cancel()
+	dev, err := startNew(a, uo, rec, false)
 	if err != nil {
 		_ = a.MarkClean() // nothing was written through the device
 		return fmt.Errorf("array %s: %w", name, err)
 	}
-	st := State{Name: name, PID: os.Getpid(), DeviceID: dev.ID(), Device: dev.Path()}
-	for _, m := range a.Members() {
-		if m != nil {
-			st.Members = append(st.Members, m.Path)
-		}
-	}
-	if b, err := json.MarshalIndent(st, "", "  "); err == nil {
-		_ = os.WriteFile(StatePath(name), b, 0o600) // only a convenience for cleanup after a kill
-	}
-	defer os.Remove(StatePath(name))
-
-	s := &served{a: a, dev: dev, stopReq: make(chan struct{}), stopped: make(chan struct{})}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(func() raid.Status { return a.Status(dev.Path(), os.Getpid()) }))
-	srv.Serve(s, reg)
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
+	s := newServed(a, dev, rec, cfg)
 	ready = true
-	n.Ready(dev.Path())
-	if onReady != nil {
-		onReady(dev.Path())
-	}
-
-	select {
-	case <-sigs:
-	case <-s.stopReq:
-	}
-	n.Stopping()
-	s.stopErr = stop(a, dev)
-	close(s.stopped)
-	return s.stopErr
+	return s.serve(srv, sigs, n, onReady)
 }
 
-func stop(a *raid.Array, dev *ublk.Device) error {
+// Recover brings back the array called name on the device its dead (or departing) daemon left,
+// from the record that daemon kept: the same members, options and /dev/ublkbN. A quiesced device
+// is taken over (START/END_USER_RECOVERY): whatever has it open or mounted carries on, and the
+// requests the dead daemon held are reissued to this one where the device has
+// UBLK_F_USER_RECOVERY_REISSUE. A device the kernel no longer has, or has stopped, is created
+// again under the same number. Unless the predecessor handed over cleanly, the array counts as
+// unclean: writes it had in flight may have reached some copies only. Then it serves as Run does.
+func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) (err error) {
+	var a *raid.Array
+	ready := false
+	defer func() {
+		if !ready {
+			if a != nil {
+				a.Close()
+			}
+			n.Failed(err)
+		}
+	}()
+	sigs := notifySignals()
+	defer signal.Stop(sigs)
+
+	rec, err := ReadRecord(name)
+	if err != nil {
+		return err
+	}
+	if rec.Version < 1 {
+		return fmt.Errorf("array %s: its record was written by an older uraid and does not say enough to recover the device; stop it (uraid stop %s) and assemble it again", name, name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recoverTimeout)
+	defer cancel()
+	if err := waitPredecessor(ctx, &rec); err != nil {
+		return err
+	}
+	srv, err := Listen(name)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	takeover, err := recoverableDevice(ctx, &rec)
+	if err != nil {
+		return err
+	}
+	if a, err = assembleRecorded(ctx, &rec); err != nil {
+		return err
+	}
+	pauseAt(name, pauseMembers)
+
+	// The superblocks of a running array always say dirty; what the predecessor did says more.
+	unclean := rec.Unclean || !rec.Handover || (!takeover && a.Unclean())
+	a.SetUnclean(unclean)
+	lastExit := predecessorExit(&rec)
+	rec.PID, rec.PIDStart, rec.Exe = os.Getpid(), processStart(os.Getpid()), executable()
+	rec.Supervised, rec.Handover, rec.Unclean = cfg.Supervised, false, unclean
+	rec.LastExit, rec.Failure = lastExit, ""
+	if takeover {
+		rec.Recoveries++
+	}
+	// Written before the device serves a request: if this daemon dies too, the next one must not
+	// take the predecessor's clean hand-over for this daemon's.
+	if err := writeRecord(&rec); err != nil {
+		return err
+	}
+	if err := a.MarkDirty(); err != nil {
+		return fmt.Errorf("array %s: mark members in use: %w", name, err)
+	}
+	opts := rec.Options.raidOptions()
+	var dev device
+	if takeover {
+		d, err := ublk.NewRecovery(a, rec.DeviceID, ublk.Options{Queues: opts.Queues, Depth: opts.Depth,
+			BeforeEndRecovery: func() { pauseAt(name, pauseFetching) }})
+		if err != nil {
+			return fmt.Errorf("array %s: %w", name, err)
+		}
+		sctx, scancel := context.WithTimeout(ctx, startTimeout)
+		err = d.Start(sctx)
+		scancel()
+		if err != nil {
+			return fmt.Errorf("array %s: take over %s: %w", name, rec.Device, err)
+		}
+		dev = d
+		fmt.Fprintf(os.Stderr, "uraid: array %s: took over %s (%s)\n", name, rec.Device, lastExit)
+	} else {
+		uo, err := deviceOptions(opts)
+		if err != nil {
+			return fmt.Errorf("array %s: %w", name, err)
+		}
+		if dev, err = startNew(a, uo, &rec, true); err != nil {
+			return fmt.Errorf("array %s: %w", name, err)
+		}
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %s was gone; created it again\n", name, rec.Device)
+	}
+	rec.Reissue = dev.Flags().Reissue()
+	if err := writeRecord(&rec); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: %v\n", err)
+	}
+	s := newServed(a, dev, &rec, cfg)
+	ready = true
+	return s.serve(srv, sigs, n, onReady)
+}
+
+func notifySignals() chan os.Signal {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	return sigs
+}
+
+func executable() string {
+	exe, _ := os.Executable()
+	return exe
+}
+
+func newRecord(a *raid.Array, cfg Config) *Record {
+	var members []string
+	for _, m := range a.Members() {
+		if m != nil {
+			members = append(members, m.Path)
+		}
+	}
+	return &Record{
+		Name: a.Name, UUID: a.Superblock().ArrayUUID.String(),
+		PID: os.Getpid(), PIDStart: processStart(os.Getpid()), Exe: executable(),
+		Members: members, Options: recordOptions(cfg.Options), Supervised: cfg.Supervised,
+		Unclean: a.Unclean(),
+	}
+}
+
+// deviceOptions asks for user recovery, with reissue, wherever the driver has them.
+func deviceOptions(o raid.Options) (ublk.Options, error) {
+	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth}
+	feat, err := ublk.Features()
+	if err != nil {
+		return uo, err
+	}
+	uo.UserRecovery = feat.UserRecovery()
+	uo.ReissueOnRecovery = feat.Reissue() && os.Getenv(envNoReissue) != "1"
+	return uo, nil
+}
+
+// startNew adds and starts a device for a, writing the record before the device exists so that
+// it never exists without one. A new array takes the lowest free device number; one created
+// again (reuse) keeps its recorded number.
+func startNew(a *raid.Array, uo ublk.Options, rec *Record, reuse bool) (device, error) {
+	taken := map[uint32]bool{}
+	for attempt := 0; ; attempt++ {
+		id := rec.DeviceID
+		if !reuse {
+			var err error
+			if id, err = freeDeviceID(rec.Name, taken); err != nil {
+				return nil, err
+			}
+		}
+		rec.DeviceID, rec.Device = id, "/dev/ublkb"+strconv.FormatUint(uint64(id), 10)
+		if err := writeRecord(rec); err != nil {
+			return nil, err
+		}
+		uo.ID, uo.FixedID = id, true
+		dev, err := ublk.New(a, uo)
+		if err != nil {
+			_ = removeRecord(rec.Name)
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		err = dev.Start(ctx)
+		cancel()
+		if err == nil {
+			rec.Reissue = dev.Flags().Reissue()
+			return dev, writeRecord(rec)
+		}
+		// Start removed what it made; the record goes with it unless the device stayed.
+		if deviceGone(id) {
+			_ = removeRecord(rec.Name)
+		}
+		if errors.Is(err, unix.EEXIST) && !reuse && attempt < 16 {
+			taken[id] = true // another array took it meanwhile
+			continue
+		}
+		return nil, err
+	}
+}
+
+// freeDeviceID is the lowest device number that neither the kernel nor another array's record
+// has, nor taken.
+func freeDeviceID(name string, taken map[uint32]bool) (uint32, error) {
+	ids, err := ublk.List()
+	if err != nil {
+		return 0, err
+	}
+	used := map[uint32]bool{}
+	for _, id := range ids {
+		used[id] = true
+	}
+	recs, _ := Records()
+	for _, r := range recs {
+		if r.Name != name {
+			used[r.DeviceID] = true
+		}
+	}
+	for id := uint32(0); id < 1<<20; id++ {
+		if !used[id] && !taken[id] {
+			return id, nil
+		}
+	}
+	return 0, errors.New("no free ublk device number")
+}
+
+// deviceGone reports whether the kernel has no device id.
+func deviceGone(id uint32) bool {
+	_, err := ublk.Info(id)
+	return errors.Is(err, unix.ENODEV)
+}
+
+// checkNoDevice refuses to start a new device for an array whose record names a device that
+// still exists (its daemon died: the device waits for uraid recover), and drops a record whose
+// device and daemon are gone.
+func checkNoDevice(name string) error {
+	rec, err := ReadRecord(name)
+	if errors.Is(err, ErrNoRecord) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rec.running() && rec.PID != os.Getpid() {
+		return fmt.Errorf("array %s is already running (pid %d); stop it first: uraid stop %s", name, rec.PID, name)
+	}
+	info, err := ublk.Info(rec.DeviceID)
+	if errors.Is(err, unix.ENODEV) {
+		return removeRecord(name)
+	}
+	if err != nil {
+		return err
+	}
+	return leftDeviceError(name, &rec, info)
+}
+
+// leftDeviceError says that the device of a dead daemon is still there and what to do.
+func leftDeviceError(name string, rec *Record, info ublk.DeviceInfo) error {
+	what := "is still there"
+	if info.State == "quiesced" {
+		what = "is quiesced: whatever uses it waits for it"
+	}
+	return fmt.Errorf("array %s: its daemon (pid %d) %s, and its device %s %s; take it over with uraid recover %s, or remove it with uraid stop %s once nothing uses it",
+		name, rec.PID, rec.deathNote(), rec.Device, what, name, name)
+}
+
+// deathNote is how a record's daemon ended, as far as the record knows.
+func (r *Record) deathNote() string {
+	switch {
+	case r.Handover:
+		return "handed its device over"
+	case r.Failure != "":
+		return "died: " + r.Failure
+	}
+	return "died"
+}
+
+// predecessorExit is why the daemon the record names ended.
+func predecessorExit(rec *Record) string {
+	switch {
+	case rec.Handover:
+		return fmt.Sprintf("daemon %d handed over", rec.PID)
+	case rec.Failure != "":
+		return fmt.Sprintf("daemon %d failed: %s", rec.PID, rec.Failure)
+	}
+	return fmt.Sprintf("daemon %d died", rec.PID)
+}
+
+// waitPredecessor waits for a daemon that is handing over to be gone, and refuses to recover an
+// array whose daemon runs on.
+func waitPredecessor(ctx context.Context, rec *Record) error {
+	if rec.PID == os.Getpid() || !rec.running() {
+		return nil
+	}
+	if !rec.Handover {
+		return fmt.Errorf("array %s is running (pid %d): there is nothing to recover (uraid status %s)", rec.Name, rec.PID, rec.Name)
+	}
+	for rec.running() {
+		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+			return fmt.Errorf("array %s: its daemon (pid %d) handed over but does not exit: %w", rec.Name, rec.PID, err)
+		}
+	}
+	return nil
+}
+
+// recoverableDevice waits until the recorded device is in a state a new daemon can start from,
+// and says whether to take it over (true: quiesced) or to create it again (false: gone, or
+// stopped and now deleted).
+func recoverableDevice(ctx context.Context, rec *Record) (bool, error) {
+	for {
+		info, err := ublk.Info(rec.DeviceID)
+		switch {
+		case errors.Is(err, unix.ENODEV):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("array %s: %w", rec.Name, err)
+		}
+		if info.PID > 0 && info.PID != rec.PID && processRunning(info.PID, 0) {
+			return false, fmt.Errorf("array %s: %s is served by pid %d, which is not the array's daemon; leave it alone", rec.Name, rec.Device, info.PID)
+		}
+		switch info.State {
+		case "quiesced":
+			return true, nil
+		case "dead":
+			// Added but never started, or stopped but not deleted: nothing can have it
+			// open. Delete it, and create it again under its number.
+			if err := ublk.RemoveOrphan(rec.DeviceID); err != nil && !errors.Is(err, unix.ENODEV) {
+				return false, fmt.Errorf("array %s: remove the dead %s: %w", rec.Name, rec.Device, err)
+			}
+			continue
+		}
+		// Live without a server: the kernel has yet to quiesce it (or, without user recovery,
+		// to remove it).
+		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+			return false, fmt.Errorf("array %s: %s stays %s after its daemon died: %w", rec.Name, rec.Device, info.State, err)
+		}
+	}
+}
+
+// assembleRecorded assembles the recorded members with the recorded options. A member the dead
+// daemon had stopped using is stale and stays out (the array ran without it); members its last
+// I/O still holds are waited for.
+func assembleRecorded(ctx context.Context, rec *Record) (*raid.Array, error) {
+	o := rec.Options.raidOptions()
+	o.Degraded = true
+	for {
+		a, err := raid.Assemble(rec.Name, rec.Members, o)
+		if err == nil {
+			if u := a.Superblock().ArrayUUID.String(); rec.UUID != "" && u != rec.UUID {
+				a.Close()
+				return nil, fmt.Errorf("array %s: its members now hold array %s, not %s that the device served: leave the device alone (uraid stop %s removes it)", rec.Name, u, rec.UUID, rec.Name)
+			}
+			return a, nil
+		}
+		if !errors.Is(err, raid.ErrMemberBusy) {
+			return nil, err
+		}
+		if serr := sleepCtx(ctx, 10*time.Millisecond); serr != nil {
+			return nil, fmt.Errorf("%w (the dead daemon's I/O still holds it: %v)", err, serr)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// served is an array with its device, as the control socket sees it. Its lifecycle (stop,
+// hand-over, failure) runs on the goroutine of serve; the socket's handlers ask it through
+// requests.
+type served struct {
+	a   *raid.Array
+	dev device
+	cfg Config
+
+	mu  sync.Mutex // guards rec and failure
+	rec *Record
+	// failure is why the device failed, once it has.
+	failure string
+
+	requests chan request
+}
+
+// request is a stop or a hand-over asked through the control socket.
+type request struct {
+	handover bool
+	reply    chan error
+}
+
+func newServed(a *raid.Array, dev device, rec *Record, cfg Config) *served {
+	return &served{a: a, dev: dev, rec: rec, cfg: cfg, requests: make(chan request)}
+}
+
+func (s *served) Status() any { return s.status() }
+
+func (s *served) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Status: s.a.Status(s.dev.Path(), os.Getpid()), Version: Version, Failure: s.failure}
+	if s.failure != "" {
+		st.State = raid.StateNameFailed
+	}
+	f := s.dev.Flags()
+	st.Recovery = RecoveryStatus{Enabled: f.UserRecovery(), Reissue: f.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
+	return st
+}
+
+// Stop asks the serving goroutine for a safe stop and returns its verdict.
+func (s *served) Stop() error { return s.ask(request{}) }
+
+// Handover asks the serving goroutine to hand the device over.
+func (s *served) Handover() error { return s.ask(request{handover: true}) }
+
+// FailQueue fails queue 0 of the device, for tests (envHooks).
+func (s *served) FailQueue() error {
+	return s.dev.FailQueue(0, fmt.Errorf("ublk queue 0: failure injected (%s)", envHooks))
+}
+
+func (s *served) ask(r request) error {
+	r.reply = make(chan error, 1)
+	s.requests <- r
+	return <-r.reply
+}
+
+// serve answers on the control socket and waits for a stop, a hand-over or a failure.
+func (s *served) serve(srv *Server, sigs <-chan os.Signal, n *Notifier, onReady func(string)) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(s.status))
+	srv.Serve(s, reg, os.Getenv(envHooks) == "1")
+	n.Ready(s.dev.Path())
+	if onReady != nil {
+		onReady(s.dev.Path())
+	}
+	startResync(s.a)
+	return s.loop(sigs, n)
+}
+
+// loop is serve's lifecycle, after the device is up.
+func (s *served) loop(sigs <-chan os.Signal, n *Notifier) error {
+	// The socket's handlers may still be asking once the loop is done: answer them.
+	defer func() {
+		go func() {
+			for r := range s.requests {
+				r.reply <- fmt.Errorf("array %s: the daemon is exiting", s.a.Name)
+			}
+		}()
+	}()
+	for {
+		select {
+		case sig := <-sigs:
+			err := s.stop(n)
+			if err == nil {
+				return nil
+			}
+			// Whoever sent the signal has no answer to read; the log and systemd's status
+			// have it.
+			fmt.Fprintf(os.Stderr, "uraid: %v (on %v)\n", err, sig)
+			sdNotify("STATUS=" + err.Error())
+		case r := <-s.requests:
+			if r.handover {
+				err := s.handover()
+				r.reply <- err
+				if err == nil {
+					if s.cfg.Supervised {
+						return ErrRestartMe
+					}
+					return nil
+				}
+				continue
+			}
+			err := s.stop(n)
+			r.reply <- err
+			if err == nil {
+				return nil
+			}
+		case <-s.dev.Failed():
+			return s.fail(s.dev.Err())
+		}
+	}
+}
+
+// stop removes the device if nothing has it open, then finishes queued TRIMs, flushes and marks
+// the members clean, and drops the record. A device in use is left serving, with an error that
+// says what holds it.
+func (s *served) stop(n *Notifier) error {
+	a := s.a
+	if err := s.dev.StopUnused(); errors.Is(err, ublk.ErrBusy) {
+		return fmt.Errorf("array %s: refusing to stop: %w; unmount it (or end what holds it) first", a.Name, err)
+	} else if err != nil {
+		n.Stopping()
+		return s.finishStop(fmt.Errorf("remove device: %w", err))
+	}
+	n.Stopping()
+	return s.finishStop(nil)
+}
+
+func (s *served) finishStop(devErr error) error {
+	a := s.a
 	var errs []error
-	if err := dev.Stop(); err != nil {
-		errs = append(errs, fmt.Errorf("remove device: %w", err))
+	if devErr != nil {
+		errs = append(errs, devErr)
 	}
 	// TRIMs acknowledged in async mode are finished before the array lets go of its members: a
 	// clean stop leaves nothing pending.
@@ -157,8 +615,83 @@ func stop(a *raid.Array, dev *ublk.Device) error {
 	if err := a.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	s.mu.Lock()
+	id := s.rec.DeviceID
+	s.mu.Unlock()
+	// The record goes with the device, and only then: a device left behind keeps it.
+	if devErr == nil || deviceGone(id) {
+		if err := removeRecord(a.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("array %s: stop: %w", a.Name, err)
 	}
 	return nil
+}
+
+// handover drains the array and leaves its device to a successor: every request started is
+// finished, queued TRIMs are done, the members flushed, the record says so; the device's queues
+// close without a stop, so the kernel quiesces it, and the requests that arrived meanwhile are
+// reissued to the successor. Without reissue they would fail instead, so it is refused.
+func (s *served) handover() error {
+	a := s.a
+	if !s.dev.Flags().Reissue() {
+		return fmt.Errorf("array %s: its device %s was created without user recovery reissue (UBLK_F_USER_RECOVERY_REISSUE), so a hand-over would fail the requests that arrive meanwhile; stop the array (once unmounted) and assemble it again instead",
+			a.Name, s.dev.Path())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
+	defer cancel()
+	if err := s.dev.Park(ctx); err != nil {
+		s.dev.Unpark()
+		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
+	}
+	a.DrainDiscards()
+	if err := a.Flush(); err != nil {
+		s.dev.Unpark()
+		return fmt.Errorf("array %s: hand over: flush members: %w", a.Name, err)
+	}
+	s.mu.Lock()
+	s.rec.Handover, s.rec.Unclean = true, a.Unclean()
+	err := writeRecord(s.rec)
+	s.mu.Unlock()
+	if err != nil {
+		s.dev.Unpark()
+		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
+	}
+	// From here the successor may start: it waits for this process to end.
+	if err := s.dev.Abandon(); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
+	}
+	// The members go last, so that the successor cannot open them while this daemon still
+	// could write.
+	if err := a.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
+	}
+	return nil
+}
+
+// fail handles a device that stopped serving: the status says why, the record keeps it for the
+// successor, and the device is left quiesced (with user recovery) for it. The members stay open
+// until the process exits: the array may still be finishing requests on them.
+func (s *served) fail(cause error) error {
+	a := s.a
+	reason := "device failed"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	a.SetUnclean(true) // writes in flight may have reached some copies only
+	s.mu.Lock()
+	s.failure = reason
+	s.rec.Failure, s.rec.Unclean = reason, true
+	werr := writeRecord(s.rec)
+	s.mu.Unlock()
+	if werr != nil {
+		fmt.Fprintf(os.Stderr, "uraid: %v\n", werr)
+	}
+	fmt.Fprintf(os.Stderr, "uraid: array %s: %s; exiting so that a new daemon takes the device over\n", a.Name, reason)
+	if err := s.dev.Abandon(); err != nil && !errors.Is(err, cause) {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %v\n", a.Name, err)
+	}
+	return fmt.Errorf("array %s: %s", a.Name, reason)
 }

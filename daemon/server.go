@@ -19,8 +19,13 @@ type Array interface {
 	// Status is the array's status, encoded as JSON for GET /status.
 	Status() any
 	// Stop stops the array: flush, mark the members clean, remove the device. It returns once that
-	// is done; it is safe to call more than once and from any goroutine.
+	// is done, or why it was refused; it is safe to call more than once and from any goroutine.
 	Stop() error
+	// Handover drains the array and leaves its device to a successor (POST /handover).
+	Handover() error
+	// FailQueue makes the device fail as a broken queue would (POST /debug/fail-queue, only
+	// with the test hooks on).
+	FailQueue() error
 }
 
 // Server is a daemon's control socket.
@@ -61,20 +66,28 @@ func Listen(name string) (*Server, error) {
 	return &Server{name: name, ln: ln, done: make(chan struct{})}, nil
 }
 
-// Serve answers on the socket until Close: GET /status, GET /metrics from reg, POST /stop.
-func (s *Server) Serve(a Array, reg prometheus.Gatherer) {
+// Serve answers on the socket until Close: GET /status, GET /metrics from reg, POST /stop, POST
+// /handover, and with hooks POST /debug/fail-queue.
+func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, a.Status())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, _ *http.Request) {
-		if err := a.Stop(); err != nil {
-			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
-			return
+	action := func(do func() error) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			if err := do(); err != nil {
+				writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+				return
+			}
+			writeJSON(w, http.StatusOK, struct{}{})
 		}
-		writeJSON(w, http.StatusOK, struct{}{})
-	})
+	}
+	mux.HandleFunc("POST /stop", action(a.Stop))
+	mux.HandleFunc("POST /handover", action(a.Handover))
+	if hooks {
+		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
+	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(s.done)

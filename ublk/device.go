@@ -110,10 +110,10 @@ func NewRecovery(t Target, id uint32, opts Options) (*Device, error) {
 // Flags are the UBLK_F_* bits the kernel gave the device (the asked ones
 // it supports, plus those it forces on), valid once Start succeeded. On
 // recovery they are the flags the device was created with.
-func (d *Device) Flags() uint64 {
+func (d *Device) Flags() Flags {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.flags
+	return Flags(d.flags)
 }
 
 // ID is the device number N of /dev/ublkbN, valid once Start succeeded.

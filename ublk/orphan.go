@@ -25,8 +25,25 @@ type DeviceInfo struct {
 	State string
 	// PID is the server process that started the device, or 0.
 	PID   int
-	Flags uint64
+	Flags Flags
 }
+
+// Flags are a device's UBLK_F_* feature bits.
+type Flags uint64
+
+// UserRecovery reports whether the device outlives its server (quiesced,
+// waiting for a new one) rather than being removed with it.
+func (f Flags) UserRecovery() bool { return f&uapi.UBLK_F_USER_RECOVERY != 0 }
+
+// Reissue reports whether requests the server held when it died go to
+// the next server (UBLK_F_USER_RECOVERY_REISSUE) rather than failing.
+func (f Flags) Reissue() bool {
+	return f.UserRecovery() && f&uapi.UBLK_F_USER_RECOVERY_REISSUE != 0
+}
+
+// SafeStop reports whether the driver refuses, itself, to stop the device
+// while it is open (UBLK_F_SAFE_STOP_DEV).
+func (f Flags) SafeStop() bool { return f&uapi.UBLK_F_SAFE_STOP_DEV != 0 }
 
 // Info asks the kernel about device id.
 func Info(id uint32) (DeviceInfo, error) {
@@ -54,28 +71,19 @@ func deviceInfo(ki uapi.CtrlDevInfo) DeviceInfo {
 	}
 	return DeviceInfo{
 		ID: ki.DevID, Queues: int(ki.NrHwQueues), Depth: int(ki.QueueDepth),
-		MaxIOBytes: int(ki.MaxIOBufBytes), State: state, PID: int(ki.UblksrvPID), Flags: ki.Flags,
+		MaxIOBytes: int(ki.MaxIOBufBytes), State: state, PID: int(ki.UblksrvPID), Flags: Flags(ki.Flags),
 	}
 }
 
 // Features returns the UBLK_F_* bits the running driver supports.
-func Features() (uint64, error) {
+func Features() (Flags, error) {
 	c, err := openControl()
 	if err != nil {
 		return 0, err
 	}
 	defer c.close()
-	return c.getFeatures()
-}
-
-// UserRecovery reports whether the device outlives its server (quiesced,
-// waiting for a new one) rather than being removed with it.
-func (i DeviceInfo) UserRecovery() bool { return i.Flags&uapi.UBLK_F_USER_RECOVERY != 0 }
-
-// Reissue reports whether requests the server held when it died go to
-// the next server (UBLK_F_USER_RECOVERY_REISSUE) rather than failing.
-func (i DeviceInfo) Reissue() bool {
-	return i.UserRecovery() && i.Flags&uapi.UBLK_F_USER_RECOVERY_REISSUE != 0
+	f, err := c.getFeatures()
+	return Flags(f), err
 }
 
 // Path is the device's block node, /dev/ublkbN.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
@@ -9,6 +12,7 @@ import (
 
 type assembleOptions struct {
 	degraded bool
+	recover  bool
 	serve    serveFlags
 }
 
@@ -19,50 +23,100 @@ func newAssembleCommand() *cobra.Command {
 		Short: "Start an existing array from its members and print its device",
 		Long: `Assemble reads the members' superblocks, checks that they form the array NAME (same
 array, same geometry, no member stale or missing) and starts it. --degraded runs a RAID1 or RAID10
-array without its missing or stale members while every byte still has a copy.`,
-		Example: `  uraid assemble demo /var/lib/uraid/demo/m{0..3}`,
-		Args:    usageArgs(cobra.MinimumNArgs(2)),
+array without its missing or stale members while every byte still has a copy.
+
+If the array's daemon died and left its device behind (quiesced: whatever uses it waits),
+assemble refuses, and says so; --recover takes that device over instead, as uraid recover does,
+with the options the array ran with. That is what a supervisor restarting a failed daemon runs
+(docs/uraid@.service).`,
+		Example: `  uraid assemble demo /var/lib/uraid/demo/m{0..3}
+  uraid assemble data --foreground --recover /dev/disk/by-id/nvme-a /dev/disk/by-id/nvme-b`,
+		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			name, members := args[0], args[1:]
 			if err := o.serve.check(); err != nil {
+				return err
+			}
+			if o.recover && daemon.Recoverable(name) {
+				if err := checkRecordedMembers(name, members); err != nil {
+					return err
+				}
+				if o.serve.foreground {
+					return recoverHere(cmd, name, &o.serve, nil)
+				}
+				return recoverDetached(cmd, name)
+			}
+			if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 				return err
 			}
 			// Assembled here even for a daemon, so that a wrong member is reported by this command
 			// before anything starts.
-			a, err := raid.Assemble(args[0], args[1:], o.serve.options(o.degraded))
+			a, err := raid.Assemble(name, members, o.serve.options(o.degraded))
 			if err != nil {
 				return err
 			}
 			if o.serve.foreground {
-				return serveHere(cmd, a, &o.serve, nil)
+				return serveHere(cmd, a, &o.serve, nil, o.degraded)
 			}
 			a.Close()
-			return serveDetached(cmd, args[0], args[1:], &o.serve, o.degraded)
+			return serveDetached(cmd, name, members, &o.serve, o.degraded)
 		},
 	}
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "run without missing or stale members if every byte still has a copy")
+	cmd.Flags().BoolVar(&o.recover, "recover", false, "take over the device a dead daemon of the array left, if there is one")
 	o.serve.register(cmd)
 	return cmd
 }
 
-// newServeCommand is the daemon that create and assemble start in the background.
+// checkRecordedMembers refuses to recover an array whose recorded members are not among those
+// given: the command line names another array than the one whose device waits.
+func checkRecordedMembers(name string, given []string) error {
+	rec, err := daemon.ReadRecord(name)
+	if err != nil {
+		return err
+	}
+	for _, m := range rec.Members {
+		if !slices.Contains(given, m) {
+			return fmt.Errorf("array %s: its device %s was served from members %v, and %s is not among those given: name the array's members, or recover it with uraid recover %s",
+				name, rec.Device, rec.Members, m, name)
+		}
+	}
+	return nil
+}
+
+// newServeCommand is the daemon that create, assemble and recover start in the background.
 func newServeCommand() *cobra.Command {
 	var o assembleOptions
 	cmd := &cobra.Command{
-		Use:    "serve NAME MEMBER...",
-		Short:  "Serve an array (the daemon behind create and assemble)",
+		Use:    "serve NAME MEMBER... | serve --recover NAME",
+		Short:  "Serve an array (the daemon behind create, assemble and recover)",
 		Hidden: true,
-		Args:   usageArgs(cobra.MinimumNArgs(2)),
+		Args:   usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := daemon.NewNotifier()
+			if o.recover {
+				if len(args) != 1 {
+					err := usageError{fmt.Errorf("serve --recover takes the array's name only")}
+					n.Failed(err)
+					return err
+				}
+				return recoverHere(cmd, args[0], &o.serve, n)
+			}
+			if len(args) < 2 {
+				err := usageError{fmt.Errorf("serve needs the array's name and its members")}
+				n.Failed(err)
+				return err
+			}
 			a, err := raid.Assemble(args[0], args[1:], o.serve.options(o.degraded))
 			if err != nil {
 				n.Failed(err)
 				return err
 			}
-			return serveHere(cmd, a, &o.serve, n)
+			return serveHere(cmd, a, &o.serve, n, o.degraded)
 		},
 	}
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "")
+	cmd.Flags().BoolVar(&o.recover, "recover", false, "")
 	o.serve.register(cmd)
 	return cmd
 }

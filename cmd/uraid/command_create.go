@@ -67,12 +67,10 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if err := o.serve.options(false).Discard.CheckMembers(members); err != nil {
 		return err
 	}
-	// The daemon's rules, checked before anything is written to a member.
-	if err := daemon.CheckName(name); err != nil {
+	// The daemon's rules, checked before anything is written to a member: the name is valid, no
+	// array of that name runs, and no dead one's device waits for recovery.
+	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err
-	}
-	if _, err := arrayStatus(cmd.Context(), name); err == nil {
-		return fmt.Errorf("array %s is already running; stop it first (uraid stop %s) or pick another name", name, name)
 	}
 	ms, sbs, err := raid.Create(raid.CreateOptions{
 		Name: name, Level: level, Layout: layout, Chunk: int64(o.chunk), Size: int64(o.size),
@@ -89,7 +87,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 			}
 			return err
 		}
-		return serveHere(cmd, a, &o.serve, nil)
+		return serveHere(cmd, a, &o.serve, nil, false)
 	}
 	// The daemon assembles the members itself; ours must let go of them first.
 	for _, m := range ms {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"uraid/raid"
+	"uraid/daemon"
 )
 
 func newDetailCommand() *cobra.Command {
@@ -43,7 +43,7 @@ func newDetailCommand() *cobra.Command {
 	return cmd
 }
 
-func writeDetail(out io.Writer, st raid.Status) {
+func writeDetail(out io.Writer, st daemon.Status) {
 	row := func(k, v string) { fmt.Fprintf(out, "%15s : %s\n", k, v) }
 	row("Name", st.Name)
 	row("UUID", st.UUID)
@@ -58,7 +58,18 @@ func writeDetail(out io.Writer, st raid.Status) {
 	row("Array Size", fmt.Sprintf("%s (%d bytes)", formatSize(st.SizeBytes), st.SizeBytes))
 	row("Raid Devices", fmt.Sprint(len(st.Members)))
 	row("Active Devices", fmt.Sprint(active(st)))
-	row("State", st.State)
+	row("State", stateText(st))
+	recovery := "off: a daemon that dies takes the device with it"
+	if st.Recovery.Enabled {
+		recovery = "on, in-flight I/O fails when the daemon dies"
+		if st.Recovery.Reissue {
+			recovery = "on, in-flight I/O reissued"
+		}
+		if st.Recovery.Count > 0 {
+			recovery += fmt.Sprintf("; recovered %d times, last: %s", st.Recovery.Count, st.Recovery.LastExit)
+		}
+	}
+	row("Recovery", recovery)
 	row("Events", fmt.Sprint(st.Events))
 	row("Creation Time", time.Unix(0, st.CreateTime).UTC().Format(time.RFC3339))
 	row("Discard Mode", st.DiscardMode)

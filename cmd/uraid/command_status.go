@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,63 +14,68 @@ import (
 	"uraid/raid"
 )
 
-type namedStatus struct {
-	name string
-	st   raid.Status
-	err  error
-}
-
-func allStatus(ctx context.Context) ([]namedStatus, error) {
-	names, err := daemon.Running()
-	if err != nil {
-		return nil, err
-	}
-	var out []namedStatus
-	for _, n := range names {
-		ns := namedStatus{name: n}
-		ns.err = daemon.NewClient(n).Status(ctx, &ns.st)
-		out = append(out, ns)
-	}
-	return out, nil
-}
-
-func arrayStatus(ctx context.Context, name string) (raid.Status, error) {
-	var st raid.Status
+func arrayStatus(ctx context.Context, name string) (daemon.Status, error) {
+	var st daemon.Status
 	err := daemon.NewClient(name).Status(ctx, &st)
+	if errors.Is(err, daemon.ErrNotRunning) {
+		// Say what the dead daemon left, and what to do about it.
+		if e := daemon.Lookup(ctx, name); e.Record != nil {
+			return st, fmt.Errorf("array %s is not running: %s", name, e.Describe())
+		}
+	}
 	return st, err
 }
 
-func unhealthy(st raid.Status) bool {
+func unhealthy(st daemon.Status) bool {
 	return st.State == raid.StateNameDegraded || st.State == raid.StateNameFailed
+}
+
+// stateText is the array's state with what a script or an admin must know beside it: why it
+// failed, and whether its last run ended uncleanly.
+func stateText(st daemon.Status) string {
+	s := st.State
+	if st.Failure != "" {
+		s += ": " + st.Failure
+	}
+	if st.Unclean {
+		s += ", unclean"
+		if st.Resync != "" {
+			s += ": resync " + st.Resync
+		}
+	}
+	return s
 }
 
 func newStatusCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
-		Short: "Show running arrays compactly; exit 3 if one is degraded or failed",
+		Short: "Show arrays compactly, and devices dead daemons left; exit 3 if one is degraded, failed or not answering",
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var sts []namedStatus
+			var entries []daemon.Entry
 			if len(args) == 1 {
-				st, err := arrayStatus(cmd.Context(), args[0])
-				if err != nil {
+				if err := daemon.CheckName(args[0]); err != nil {
 					return err
 				}
-				sts = []namedStatus{{name: args[0], st: st}}
+				e := daemon.Lookup(cmd.Context(), args[0])
+				if e.Status == nil && e.Record == nil {
+					return e.Err
+				}
+				entries = []daemon.Entry{e}
 			} else {
 				var err error
-				if sts, err = allStatus(cmd.Context()); err != nil {
+				if entries, err = daemon.Inventory(cmd.Context()); err != nil {
 					return err
 				}
 			}
 			out := cmd.OutOrStdout()
 			bad := false
 			if asJSON {
-				list := []raid.Status{}
-				for _, s := range sts {
-					if s.err == nil {
-						list = append(list, s.st)
+				list := []daemon.Status{}
+				for _, e := range entries {
+					if e.Status != nil {
+						list = append(list, *e.Status)
 					}
 				}
 				enc := json.NewEncoder(out)
@@ -77,20 +83,24 @@ func newStatusCommand() *cobra.Command {
 				if err := enc.Encode(list); err != nil {
 					return err
 				}
-			} else if len(sts) == 0 {
+			} else if len(entries) == 0 {
 				fmt.Fprintln(out, "no arrays running")
 			}
-			for _, s := range sts {
-				if s.err != nil {
+			for _, e := range entries {
+				if e.Status == nil {
 					bad = true
 					if !asJSON {
-						fmt.Fprintf(out, "%s : not answering: %v\n", s.name, s.err)
+						name := e.Name
+						if name == "" {
+							name = e.Device.Path()
+						}
+						fmt.Fprintf(out, "%s : %s\n", name, e.Describe())
 					}
 					continue
 				}
-				bad = bad || unhealthy(s.st)
+				bad = bad || unhealthy(*e.Status)
 				if !asJSON {
-					writeStatusLine(out, s.st)
+					writeStatusLine(out, *e.Status)
 				}
 			}
 			if bad {
@@ -105,7 +115,7 @@ func newStatusCommand() *cobra.Command {
 
 // writeStatusLine is the mdstat-like view: the array, then one flag per member (U up, F failed,
 // _ missing), then what the discards did, then how each member is trimmed.
-func writeStatusLine(w io.Writer, st raid.Status) {
+func writeStatusLine(w io.Writer, st daemon.Status) {
 	var flags strings.Builder
 	var paths []string
 	for _, m := range st.Members {
@@ -127,7 +137,7 @@ func writeStatusLine(w io.Writer, st raid.Status) {
 	if st.Layout != "" {
 		level += " " + st.Layout
 	}
-	fmt.Fprintf(w, "%s : %s %s %s %s\n", st.Name, st.State, level, st.Device, strings.Join(paths, " "))
+	fmt.Fprintf(w, "%s : %s %s %s %s\n", st.Name, stateText(st), level, st.Device, strings.Join(paths, " "))
 	chunk := ""
 	if st.ChunkBytes > 0 {
 		chunk = " " + formatSize(st.ChunkBytes) + " chunks"
@@ -144,7 +154,7 @@ func writeStatusLine(w io.Writer, st raid.Status) {
 }
 
 // trimDepths is each member's TRIM limit in member order; "-" for a missing member.
-func trimDepths(st raid.Status) []string {
+func trimDepths(st daemon.Status) []string {
 	var out []string
 	for _, m := range st.Members {
 		if m.Path == "" {
@@ -157,7 +167,7 @@ func trimDepths(st raid.Status) []string {
 }
 
 // exclusiveMembers names the members whose TRIMs wait for their reads and writes.
-func exclusiveMembers(st raid.Status) string {
+func exclusiveMembers(st daemon.Status) string {
 	var out []string
 	for _, m := range st.Members {
 		if m.TrimExclusive {
@@ -170,7 +180,7 @@ func exclusiveMembers(st raid.Status) string {
 	return strings.Join(out, " ")
 }
 
-func active(st raid.Status) int {
+func active(st daemon.Status) int {
 	n := 0
 	for _, m := range st.Members {
 		if m.State == "active" {

@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/daemon"
 	"uraid/raid"
 )
 
-func trimStatus() raid.Status {
-	return raid.Status{
+func trimStatus() daemon.Status {
+	return daemon.Status{Status: raid.Status{
 		Name: "demo", Level: "10", Layout: "n2", ChunkBytes: 512 << 10, SizeBytes: 1 << 30,
 		Device: "/dev/ublkb0", State: raid.StateNameDegraded, DiscardMode: "sync",
 		Members: []raid.MemberStatus{
@@ -21,7 +22,7 @@ func trimStatus() raid.Status {
 			{Index: 2, State: "missing"},
 			{Path: "/dev/sdc", Index: 3, State: "active", Kind: "block", TrimExclusive: true},
 		},
-	}
+	}}
 }
 
 func TestStatusLineTrimSettings(t *testing.T) {

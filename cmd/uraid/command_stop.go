@@ -2,43 +2,43 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
-	"uraid/ublk"
 )
 
 func newStopCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "stop NAME",
-		Short: "Stop an array: flush, mark its members clean, remove its device",
+		Use:   "stop NAME | stop /dev/ublkbN",
+		Short: "Stop an array: remove its device, finish TRIMs, flush and mark its members clean",
 		Long: `Stop asks the array's daemon to remove the device (in-flight I/O completes first), finish
-queued TRIMs, flush every member and mark the members clean, and waits until it has. If the daemon
-was killed, stop removes the device it left behind.`,
+queued TRIMs, flush every member and mark the members clean, and waits until it has. It refuses,
+and changes nothing, while the device is open: mounted, stacked on (md, dm), used as swap or
+backing a loop device, or open in a process; the message names what holds it. There is no
+--force: unmount first.
+
+If the daemon died, stop removes the device it left (unless something has it open, in which case
+uraid recover lets that carry on) and the array's record. A device no record names, for instance
+one left by a daemon that died while it started, is stopped by its path.`,
+		Example: `  umount /mnt/demo && uraid stop demo
+  uraid stop /dev/ublkb3`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()
-			err := daemon.NewClient(name).Stop(ctx)
-			if err == nil || !errors.Is(err, daemon.ErrNotRunning) {
+			res, err := daemon.Stop(ctx, args[0])
+			if err != nil {
 				return err
 			}
-			// No daemon: clean up after a killed one, if it left its state behind.
-			st, serr := daemon.ReadState(name)
-			if serr != nil {
-				return err
+			switch {
+			case res.Orphan && res.PID > 0:
+				fmt.Fprintf(cmd.ErrOrStderr(), "uraid: array %s: daemon %d had died; removed %s (members are marked dirty: assemble checks them)\n", args[0], res.PID, res.Device)
+			case res.Orphan:
+				fmt.Fprintf(cmd.ErrOrStderr(), "uraid: removed %s, which no daemon served\n", res.Device)
 			}
-			if rerr := ublk.RemoveOrphan(st.DeviceID); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				return fmt.Errorf("array %s: its daemon (pid %d) is gone; removing the device %s it left: %w", name, st.PID, st.Device, rerr)
-			}
-			os.Remove(daemon.StatePath(name))
-			fmt.Fprintf(cmd.ErrOrStderr(), "uraid: array %s: daemon %d had died; removed %s (members are marked dirty: assemble checks them)\n", name, st.PID, st.Device)
 			return nil
 		},
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"uraid/daemon"
 )
 
 // Exit codes that scripts can rely on.
@@ -16,6 +18,9 @@ const (
 	exitError    = 1
 	exitUsage    = 2
 	exitDegraded = 3 // status and detail: an array is degraded or failed
+	// exitHandover ends a supervised daemon that handed its device over to a successor, which
+	// its supervisor (systemd, Restart=on-failure) starts: EX_TEMPFAIL.
+	exitHandover = 75
 )
 
 // exitCode carries a specific exit status out of a command that has already said what it had to.
@@ -30,6 +35,7 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func newRootCommand() *cobra.Command {
+	daemon.Version = buildVersion()
 	root := &cobra.Command{
 		Use:   "uraid",
 		Short: "Software RAID for SSDs over ublk, with discard fanned out to every member",
@@ -41,7 +47,8 @@ range per member and sent to the members concurrently.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
-		newStopCommand(), newListCommand(), newStatusCommand(), newDetailCommand(), newExamineCommand())
+		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
+		newDetailCommand(), newExamineCommand())
 	return root
 }
 

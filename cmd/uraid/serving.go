@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -111,19 +112,28 @@ func (f *serveFlags) args() []string {
 	return args
 }
 
+// spawnTimeout bounds the wait for a detached daemon to say its device is usable; a recovering
+// one may first wait for its predecessor's last I/O.
+const spawnTimeout = 5 * time.Minute
+
 // serveDetached starts `uraid serve` for the array in the background and prints its device once
 // it is usable.
 func serveDetached(cmd *cobra.Command, name string, members []string, f *serveFlags, degraded bool) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	args := append([]string{"serve", name}, f.args()...)
 	if degraded {
 		args = append(args, "--degraded")
 	}
-	args = append(append(args, "--"), members...)
-	dev, err := daemon.Spawn(name, exe, args, 90*time.Second)
+	return spawnDaemon(cmd, name, append(append(args, "--"), members...))
+}
+
+// recoverDetached starts `uraid serve --recover` for the array in the background and prints its
+// device once the new daemon serves it.
+func recoverDetached(cmd *cobra.Command, name string) error {
+	return spawnDaemon(cmd, name, []string{"serve", "--recover", name})
+}
+
+func spawnDaemon(cmd *cobra.Command, name string, args []string) error {
+	dev, err := spawn(name, args)
 	if err != nil {
 		return err
 	}
@@ -131,15 +141,49 @@ func serveDetached(cmd *cobra.Command, name string, members []string, f *serveFl
 	return err
 }
 
+// spawn starts this binary, as it is on disk now, as the array's daemon.
+func spawn(name string, args []string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return daemon.Spawn(name, exe, args, spawnTimeout)
+}
+
+// supervised says a supervisor runs this foreground daemon and restarts it when it fails: systemd
+// gives Type=notify services NOTIFY_SOCKET.
+func (f *serveFlags) supervised() bool { return f.foreground && os.Getenv("NOTIFY_SOCKET") != "" }
+
 // serveHere runs the array in this process until it is stopped.
-func serveHere(cmd *cobra.Command, a *raid.Array, f *serveFlags, n *daemon.Notifier) error {
-	o := f.options(false)
+func serveHere(cmd *cobra.Command, a *raid.Array, f *serveFlags, n *daemon.Notifier, degraded bool) error {
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	return daemon.Run(a, o.Queues, o.Depth, n, func(dev string) {
+	cfg := daemon.Config{Options: f.options(degraded), Supervised: f.supervised()}
+	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
+}
+
+// recoverHere takes the array's device over from this process and serves it until it is stopped.
+func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notifier) error {
+	if n == nil {
+		n = daemon.NewNotifier()
+	}
+	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised()}, n, printDevice(cmd, f)))
+}
+
+func printDevice(cmd *cobra.Command, f *serveFlags) func(string) {
+	return func(dev string) {
 		if f.foreground {
 			fmt.Fprintln(cmd.OutOrStdout(), dev)
 		}
-	})
+	}
+}
+
+// daemonExit turns the end of a daemon into the command's: a supervised daemon that handed its
+// device over exits with exitHandover, which its supervisor takes for a failure to restart.
+func daemonExit(err error) error {
+	if errors.Is(err, daemon.ErrRestartMe) {
+		return exitCode(exitHandover)
+	}
+	return err
 }
