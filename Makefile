@@ -22,12 +22,14 @@ test-unit: vet
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/...
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel. Everything it runs
-# is built here on the host; the guest sees this tree at the same path.
+# is built here on the host; the guest sees this tree at the same path. uraid-next is a second
+# build, for the tests that hand a running array over to another binary (uraid restart).
 test-vm: vm-setup
 	@mkdir -p $(BUILD)
 	$(GO) test -c -race -o $(BUILD)/tests.test ./tests
 	$(GO) build -o $(BUILD)/uraid ./cmd/uraid
-	$(VM) run -m 3072 -t 3600 -- env $(E2E_ENV) URAID_BIN=$(BUILD)/uraid \
+	$(GO) build -ldflags "-X main.version=next" -o $(BUILD)/uraid-next ./cmd/uraid
+	$(VM) run -m 3072 -t 3600 -- env $(E2E_ENV) URAID_BIN=$(BUILD)/uraid URAID_BIN_NEXT=$(BUILD)/uraid-next \
 		$(BUILD)/tests.test -test.v -test.count=1 -test.timeout=55m
 
 vm-setup:

@@ -14,9 +14,9 @@ const (
 	// that lacks it.
 	envNoReissue = "URAID_TEST_NO_REISSUE"
 	// envPause=POINT makes a recovering daemon stop at POINT and wait there to be killed, after
-	// writing the point's name to RunDir()/NAME.paused. Points: pauseMembers (members opened,
-	// before the device is touched), pauseFetching (the new queues fetch, the device is not live
-	// again yet).
+	// writing "POINT PID" to RunDir()/NAME.paused. Points: pauseMembers (members opened, before
+	// the device is touched), pauseFetching (the new queues fetch, the device is not live again
+	// yet).
 	envPause = "URAID_TEST_PAUSE"
 	// envHooks=1 makes the control socket take POST /debug/fail-queue, which fails queue 0 of
 	// the device as a broken ring would.
@@ -37,7 +37,7 @@ func pauseAt(name, point string) {
 	if os.Getenv(envPause) != point {
 		return
 	}
-	_ = os.WriteFile(PausedPath(name), []byte(point+"\n"), 0o600)
+	_ = os.WriteFile(PausedPath(name), []byte(fmt.Sprintf("%s %d\n", point, os.Getpid())), 0o600)
 	fmt.Fprintf(os.Stderr, "uraid: array %s: paused at %s (%s), waiting to be killed\n", name, point, envPause)
 	select {}
 }
