@@ -26,8 +26,10 @@ type Entry struct {
 	// Record is the array's record, if it has one.
 	Record *Record
 	// Device is the kernel's view of the device the record names, or of an orphan; nil when
-	// the kernel has no such device or cannot be asked.
-	Device *ublk.DeviceInfo
+	// the kernel has no such device (DeviceErr wraps ENODEV) or cannot be asked (DeviceErr says
+	// why).
+	Device    *ublk.DeviceInfo
+	DeviceErr error
 }
 
 // Orphaned reports whether the entry is a device whose daemon is gone: the device waits
@@ -41,6 +43,8 @@ func (e *Entry) Describe() string {
 		return fmt.Sprintf("%s orphan (no daemon, no record): uraid stop %s removes it", e.Device.State, e.Device.Path())
 	case e.Record != nil && e.Device != nil:
 		return fmt.Sprintf("%s: daemon %d %s; uraid recover %s takes it over", e.Device.State, e.Record.PID, e.Record.deathNote(), e.Name)
+	case e.Record != nil && e.DeviceErr != nil && !errors.Is(e.DeviceErr, unix.ENODEV):
+		return fmt.Sprintf("not answering: daemon %d %s, and the kernel cannot say whether %s is there: %v", e.Record.PID, e.Record.deathNote(), e.Record.Device, e.DeviceErr)
 	case e.Record != nil:
 		return fmt.Sprintf("not running: daemon %d %s and its device %s is gone; assemble it again", e.Record.PID, e.Record.deathNote(), e.Record.Device)
 	case e.Err != nil:
@@ -107,9 +111,11 @@ func lookup(ctx context.Context, name string, rec *Record) Entry {
 		e.Err = err
 	}
 	if rec != nil {
-		if info, err := ublk.Info(rec.DeviceID); err == nil {
+		info, err := ublk.Info(rec.DeviceID)
+		if err == nil {
 			e.Device = &info
 		}
+		e.DeviceErr = err
 	}
 	return e
 }
@@ -131,6 +137,8 @@ func CheckFree(ctx context.Context, name string) error {
 		return fmt.Errorf("array %s is already running (pid %d, not answering yet); stop it first (uraid stop %s) or pick another name", name, e.Record.PID, name)
 	case e.Device != nil:
 		return leftDeviceError(name, e.Record, *e.Device)
+	case !errors.Is(e.DeviceErr, unix.ENODEV):
+		return fmt.Errorf("array %s has a record (%s) and the kernel cannot say whether its device %s is still there: %w", name, RecordPath(name), e.Record.Device, e.DeviceErr)
 	}
 	return removeRecord(name)
 }

@@ -221,7 +221,7 @@ func TestHandoverRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "UBLK_F_USER_RECOVERY_REISSUE")
 	assert.Zero(t, dev.parks)
 
-	dev.flags |= uapi.UBLK_F_USER_RECOVERY_REISSUE
+	l.s.flags |= uapi.UBLK_F_USER_RECOVERY_REISSUE // as a device that has it
 	dev.parkErr = errors.New("ublk park: the target still holds requests: context deadline exceeded")
 	err = l.s.Handover()
 	require.Error(t, err)

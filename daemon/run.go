@@ -34,6 +34,8 @@ const (
 	recoverTimeout = 3 * time.Minute
 	// parkTimeout bounds a hand-over's wait for the requests the array holds to finish.
 	parkTimeout = time.Minute
+	// abandonTimeout bounds a failed daemon's wait for its other queues to close before it exits.
+	abandonTimeout = 10 * time.Second
 )
 
 // Version is the daemon's build, as status reports it; the command sets it.
@@ -151,11 +153,16 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		return err
 	}
 	defer srv.Close()
-	takeover, err := recoverableDevice(ctx, &rec)
+	info, takeover, err := recoverableDevice(ctx, &rec)
 	if err != nil {
 		return err
 	}
-	if a, err = assembleRecorded(ctx, &rec); err != nil {
+	opts := rec.Options.raidOptions()
+	if takeover {
+		// The array's per-queue state must match the queues the kernel made.
+		opts.Queues, opts.Depth = info.Queues, info.Depth
+	}
+	if a, err = assembleRecorded(ctx, &rec, opts); err != nil {
 		return err
 	}
 	pauseAt(name, pauseMembers)
@@ -178,7 +185,6 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	if err := a.MarkDirty(); err != nil {
 		return fmt.Errorf("array %s: mark members in use: %w", name, err)
 	}
-	opts := rec.Options.raidOptions()
 	var dev device
 	if takeover {
 		d, err := ublk.NewRecovery(a, rec.DeviceID, ublk.Options{Queues: opts.Queues, Depth: opts.Depth,
@@ -398,44 +404,43 @@ func waitPredecessor(ctx context.Context, rec *Record) error {
 }
 
 // recoverableDevice waits until the recorded device is in a state a new daemon can start from,
-// and says whether to take it over (true: quiesced) or to create it again (false: gone, or
-// stopped and now deleted).
-func recoverableDevice(ctx context.Context, rec *Record) (bool, error) {
+// and says whether to take it over (true: quiesced, as info describes it) or to create it again
+// (false: gone, or stopped and now deleted).
+func recoverableDevice(ctx context.Context, rec *Record) (ublk.DeviceInfo, bool, error) {
 	for {
 		info, err := ublk.Info(rec.DeviceID)
 		switch {
 		case errors.Is(err, unix.ENODEV):
-			return false, nil
+			return info, false, nil
 		case err != nil:
-			return false, fmt.Errorf("array %s: %w", rec.Name, err)
+			return info, false, fmt.Errorf("array %s: %w", rec.Name, err)
 		}
 		if info.PID > 0 && info.PID != rec.PID && processRunning(info.PID, 0) {
-			return false, fmt.Errorf("array %s: %s is served by pid %d, which is not the array's daemon; leave it alone", rec.Name, rec.Device, info.PID)
+			return info, false, fmt.Errorf("array %s: %s is served by pid %d, which is not the array's daemon; leave it alone", rec.Name, rec.Device, info.PID)
 		}
 		switch info.State {
 		case "quiesced":
-			return true, nil
+			return info, true, nil
 		case "dead":
 			// Added but never started, or stopped but not deleted: nothing can have it
 			// open. Delete it, and create it again under its number.
 			if err := ublk.RemoveOrphan(rec.DeviceID); err != nil && !errors.Is(err, unix.ENODEV) {
-				return false, fmt.Errorf("array %s: remove the dead %s: %w", rec.Name, rec.Device, err)
+				return info, false, fmt.Errorf("array %s: remove the dead %s: %w", rec.Name, rec.Device, err)
 			}
 			continue
 		}
 		// Live without a server: the kernel has yet to quiesce it (or, without user recovery,
 		// to remove it).
 		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-			return false, fmt.Errorf("array %s: %s stays %s after its daemon died: %w", rec.Name, rec.Device, info.State, err)
+			return info, false, fmt.Errorf("array %s: %s stays %s after its daemon died: %w", rec.Name, rec.Device, info.State, err)
 		}
 	}
 }
 
-// assembleRecorded assembles the recorded members with the recorded options. A member the dead
-// daemon had stopped using is stale and stays out (the array ran without it); members its last
-// I/O still holds are waited for.
-func assembleRecorded(ctx context.Context, rec *Record) (*raid.Array, error) {
-	o := rec.Options.raidOptions()
+// assembleRecorded assembles the recorded members with options o (the recorded ones). A member
+// the dead daemon had stopped using is stale and stays out (the array ran without it); members
+// its last I/O still holds are waited for.
+func assembleRecorded(ctx context.Context, rec *Record, o raid.Options) (*raid.Array, error) {
 	o.Degraded = true
 	for {
 		a, err := raid.Assemble(rec.Name, rec.Members, o)
@@ -470,9 +475,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // hand-over, failure) runs on the goroutine of serve; the socket's handlers ask it through
 // requests.
 type served struct {
-	a   *raid.Array
-	dev device
-	cfg Config
+	a     *raid.Array
+	dev   device
+	flags ublk.Flags // the device's, which do not change
+	cfg   Config
 
 	mu  sync.Mutex // guards rec and failure
 	rec *Record
@@ -489,7 +495,7 @@ type request struct {
 }
 
 func newServed(a *raid.Array, dev device, rec *Record, cfg Config) *served {
-	return &served{a: a, dev: dev, rec: rec, cfg: cfg, requests: make(chan request)}
+	return &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, requests: make(chan request)}
 }
 
 func (s *served) Status() any { return s.status() }
@@ -501,8 +507,7 @@ func (s *served) status() Status {
 	if s.failure != "" {
 		st.State = raid.StateNameFailed
 	}
-	f := s.dev.Flags()
-	st.Recovery = RecoveryStatus{Enabled: f.UserRecovery(), Reissue: f.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
+	st.Recovery = RecoveryStatus{Enabled: s.flags.UserRecovery(), Reissue: s.flags.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
 	return st
 }
 
@@ -636,7 +641,7 @@ func (s *served) finishStop(devErr error) error {
 // reissued to the successor. Without reissue they would fail instead, so it is refused.
 func (s *served) handover() error {
 	a := s.a
-	if !s.dev.Flags().Reissue() {
+	if !s.flags.Reissue() {
 		return fmt.Errorf("array %s: its device %s was created without user recovery reissue (UBLK_F_USER_RECOVERY_REISSUE), so a hand-over would fail the requests that arrive meanwhile; stop the array (once unmounted) and assemble it again instead",
 			a.Name, s.dev.Path())
 	}
@@ -690,8 +695,17 @@ func (s *served) fail(cause error) error {
 		fmt.Fprintf(os.Stderr, "uraid: %v\n", werr)
 	}
 	fmt.Fprintf(os.Stderr, "uraid: array %s: %s; exiting so that a new daemon takes the device over\n", a.Name, reason)
-	if err := s.dev.Abandon(); err != nil && !errors.Is(err, cause) {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %v\n", a.Name, err)
+	// The other queues close as soon as the array has finished their requests. One stuck on a
+	// dead member must not keep the daemon from exiting: the exit closes everything anyway.
+	abandoned := make(chan error, 1)
+	go func() { abandoned <- s.dev.Abandon() }()
+	select {
+	case err := <-abandoned:
+		if err != nil && !errors.Is(err, cause) {
+			fmt.Fprintf(os.Stderr, "uraid: array %s: %v\n", a.Name, err)
+		}
+	case <-time.After(abandonTimeout):
+		fmt.Fprintf(os.Stderr, "uraid: array %s: queues still busy after %v; exiting anyway\n", a.Name, abandonTimeout)
 	}
 	return fmt.Errorf("array %s: %s", a.Name, reason)
 }
