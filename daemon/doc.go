@@ -1,10 +1,16 @@
 // Package daemon runs one array per process and lets other processes talk to it.
 //
-// A daemon owns its array's ublk device for the array's whole life. It listens on a unix socket,
-// RunDir()/NAME.sock (mode 0600: only root may ask), and answers HTTP there: GET /status (the
-// array's status as JSON), GET /metrics (Prometheus text format) and POST /stop. `uraid create` and
-// `uraid assemble` start the daemon detached from the terminal and wait on a readiness pipe, so they
-// print the device path only once the device is usable, or the daemon's own error if it failed.
+// A daemon serves its array's ublk device until the array is stopped, the device is handed over
+// to a successor, or the device fails. It listens on a unix socket, RunDir()/NAME.sock (mode
+// 0600: only root may ask), and answers HTTP there: GET /status (the array's status as JSON),
+// GET /metrics (Prometheus text format), POST /stop (refused while the device is open) and POST
+// /handover (drain and leave the device to a successor). `uraid create` and `uraid assemble`
+// start the daemon detached from the terminal and wait on a readiness pipe, so they print the
+// device path only once the device is usable, or the daemon's own error if it failed.
 //
-// Client is safe for concurrent use. Serve and Spawn are called once per process.
+// Devices outlive their daemon: they are created with the kernel's user recovery, so a daemon
+// that dies leaves its device quiesced, and Recover starts a successor on it from the array's
+// record, RunDir()/NAME.json (record.go), which exists exactly as long as the device does.
+//
+// Client is safe for concurrent use. Run or Recover, and Spawn, are called once per process.
 package daemon

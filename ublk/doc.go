@@ -27,15 +27,20 @@
 // # Cleanup and recovery
 //
 // A server that is killed leaves its device behind: RemoveOrphan and
-// RemoveOrphans delete devices whose server process is dead. With
-// Options.UserRecovery the device instead survives, quiesced, and
-// NewRecovery takes it over under the same number. Harness drives a Target
+// RemoveOrphans delete devices whose server process is dead, unless they
+// are open. With Options.UserRecovery the device instead survives,
+// quiesced, and NewRecovery takes it over under the same number. A server
+// that hands its device over to a successor on purpose first Parks it (the
+// target finishes what it holds, new requests wait) and then Abandons it
+// (its queues close without a stop). StopUnused is the stop that refuses
+// while anything has the block device open. Harness drives a Target
 // through the queue code without the driver, for tests on any kernel.
 //
 // # Concurrency
 //
-// Device.Start and Device.Stop may be called from any goroutine; Stop is
-// idempotent and may run concurrently with Start's return or with itself.
+// Device.Start, Stop, StopUnused, Park, Unpark and Abandon may be called
+// from any goroutine; Stop is idempotent and may run concurrently with
+// Start's return or with itself.
 // Request.Complete and Request.Done are safe from any goroutine, once per
 // request. The Prep methods of Request are for the queue goroutine only:
 // call them inside Serve or Reap.
