@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -296,6 +297,7 @@ func TestE2ERecoverKilledDaemonUnderLoad(t *testing.T) {
 	l := startLoad(t, r.mnt, "48M")
 	r.waitWritten(r.written(), 8<<20)
 	require.True(t, l.running(), "fio finished before the daemon could be killed mid-run")
+	t.Logf("killing the daemon with requests in flight (reads, writes): %s", strings.TrimSpace(string(must2(os.ReadFile("/sys/block/"+filepath.Base(r.dev)+"/inflight")))))
 	r.kill(st.PID)
 
 	// What a user sees while no daemon serves.
@@ -334,19 +336,28 @@ func TestE2ERecoverKilledDaemonUnderLoad(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "the record goes with the device")
 }
 
-// delayedWrites is the number of writes dm-delay holds on the delayed device called name (its
-// status: reads, writes and flushes waiting out their delay), or -1 if it cannot say.
-func delayedWrites(name string) int {
-	out, err := exec.Command("dmsetup", "status", name).Output()
+// delayedWrites is the number of writes dm-delay holds on the delayed devices called names
+// (their status: reads, writes and flushes waiting out their delay), or -1 if it cannot say.
+func delayedWrites(names []string) int {
+	out, err := exec.Command("dmsetup", "status").Output()
 	if err != nil {
 		return -1
 	}
-	var start, length, r, w, fl int
-	var target string
-	if _, err := fmt.Sscan(string(out), &start, &length, &target, &r, &w, &fl); err != nil {
-		return -1
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		// "NAME: 0 65536 delay 0 1 0"
+		name, rest, ok := strings.Cut(line, ": ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		var start, length, r, w, fl int
+		var target string
+		if _, err := fmt.Sscan(rest, &start, &length, &target, &r, &w, &fl); err != nil {
+			return -1
+		}
+		n += w
 	}
-	return w
+	return n
 }
 
 // uraidNext is a second build of uraid (make test-vm links it with another version), to hand a
@@ -607,7 +618,8 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 			if !reissue {
 				env = []string{"URAID_TEST_NO_REISSUE=1"}
 			}
-			members, dms := delayedMembers(t, 2, 32<<20, 1500*time.Millisecond)
+			// Long enough that the kill surely lands while the write waits, on a busy machine too.
+			members, dms := delayedMembers(t, 2, 32<<20, 3*time.Second)
 			name := fmt.Sprintf("rf%t", reissue)
 			out, err := uraidEnv(t, env, "create", name, "--level", "1", members[0], members[1])
 			require.NoError(t, err, out)
@@ -639,7 +651,7 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 			done := make(chan error, 2)
 			go func() { _, err := f.WriteAt(first, 1<<20); done <- err }()
 			require.Eventually(t, func() bool {
-				return delayedWrites(dms[0])+delayedWrites(dms[1]) > 0
+				return delayedWrites(dms) > 0
 			}, slow*10*time.Second, time.Millisecond, "the write never reached a member")
 			require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
 			require.Eventually(t, func() bool {
@@ -823,3 +835,5 @@ func TestE2ESupervisedFailureAndRestart(t *testing.T) {
 	}
 	assert.Equal(t, []int{1, 75, 0}, sv.exitCodes())
 }
+
+func must2(b []byte, _ error) []byte { return b }

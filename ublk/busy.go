@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,29 +31,59 @@ func busyError(path string, who []string) error {
 	return fmt.Errorf("%s %w: %s", path, ErrBusy, strings.Join(who, "; "))
 }
 
+// transientWait is how long a stop waits for processes to let go of a device before it refuses:
+// udev probes a device (blkid) when a writer closes it, as the unmount of a filesystem does, and
+// "umount && uraid stop" must not fail on that.
+const transientWait = 2 * time.Second
+
 // claimUnused opens the block device at path exclusively, which fails while it is mounted,
 // stacked on, used as swap or claimed by another program, and then checks that no process and no
 // loop device has it open either. On success the caller holds the claim: nothing can mount the
 // device until it closes the file. On failure the error wraps ErrBusy and names the openers.
+// Openers that are only processes get transientWait to go away.
 func claimUnused(path string) (*os.File, error) {
 	devs, err := blockDevts(path)
 	if err != nil {
 		return nil, err
 	}
+	deadline := time.Now().Add(transientWait)
+	for {
+		f, who, transient, err := tryClaim(path, devs)
+		if err == nil && len(who) == 0 {
+			return f, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !transient || time.Now().After(deadline) {
+			return nil, busyError(path, who)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tryClaim is one attempt of claimUnused: the claim, or who holds the device and whether they
+// are all processes (which may be about to close it).
+func tryClaim(path string, devs []devt) (claim *os.File, who []string, transient bool, err error) {
 	// Read-only: closing a descriptor that was never written flushes nothing, so the claim
 	// cannot wait on a device whose server is gone.
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.EBUSY) {
-		return nil, busyError(path, openers(devs))
+		// Held exclusively: by a mount, a stacked device, swap or a program's O_EXCL.
+		return nil, openers(devs), false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ublk: claim %s: %w", path, err)
+		return nil, nil, false, fmt.Errorf("ublk: claim %s: %w", path, err)
 	}
-	if who := openers(devs); len(who) > 0 {
+	if who := nonProcessOpeners(devs); len(who) > 0 {
 		f.Close()
-		return nil, busyError(path, who)
+		return nil, append(who, processOpeners(devs, os.Getpid())...), false, nil
 	}
-	return f, nil
+	if who := processOpeners(devs, os.Getpid()); len(who) > 0 {
+		f.Close()
+		return nil, who, true, nil
+	}
+	return f, nil, false, nil
 }
 
 // Openers names what has the block device at path, or one of its partitions, open: mounts,
@@ -105,12 +136,17 @@ func parseDevt(s string) (devt, bool) {
 
 // openers looks for every kind of opener of devs that the system shows.
 func openers(devs []devt) []string {
+	return append(nonProcessOpeners(devs), processOpeners(devs, os.Getpid())...)
+}
+
+// nonProcessOpeners finds the openers that stay until an admin acts: mounts, stacked devices,
+// swap, loop devices.
+func nonProcessOpeners(devs []devt) []string {
 	var who []string
 	who = append(who, mountOpeners(devs)...)
 	who = append(who, holderOpeners(devs)...)
 	who = append(who, swapOpeners(devs)...)
 	who = append(who, loopOpeners(devs)...)
-	who = append(who, processOpeners(devs, os.Getpid())...)
 	return who
 }
 
