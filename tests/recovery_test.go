@@ -316,7 +316,9 @@ func TestE2ERecoverKilledDaemonUnderLoad(t *testing.T) {
 	assert.Contains(t, out, "uraid recover rk")
 	assert.Equal(t, before, []string{fileSum(t, fresh[0]), fileSum(t, fresh[1])}, "a refused create wrote to a member")
 
+	began := time.Now()
 	out = uraid(t, "recover", "rk")
+	t.Logf("uraid recover took %v", time.Since(began).Round(time.Millisecond))
 	assert.Equal(t, r.dev, strings.TrimSpace(out), "the device keeps its number")
 	l.finish()
 
@@ -396,7 +398,9 @@ func TestE2ERestartUnderLoad(t *testing.T) {
 
 	for i, b := range []string{next, bin} {
 		old := r.status()
+		began := time.Now()
 		out := runBin(t, b, "restart", "rr")
+		t.Logf("uraid restart to %s took %v", filepath.Base(b), time.Since(began).Round(time.Millisecond))
 		assert.Equal(t, r.dev, strings.TrimSpace(out), "the device keeps its number")
 		st := r.status()
 		assert.NotEqual(t, old.PID, st.PID, "a new daemon serves")

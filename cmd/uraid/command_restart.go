@@ -19,7 +19,8 @@ the device; a new daemon, started from this uraid binary, takes the device over.
 arrive meanwhile wait in the kernel and go to the new daemon. The device needs user recovery
 reissue (UBLK_F_USER_RECOVERY_REISSUE, Linux 6.12 has it), or those requests would fail: without
 it, restart is refused. A daemon run by systemd (--foreground under Type=notify) exits with status
-75 instead, and systemd's Restart=on-failure starts the new one.`,
+75 instead, and systemd's Restart=on-failure starts the new one. If the new daemon cannot start,
+the device waits for one (its I/O is held, not failed): run uraid recover NAME once it can.`,
 		Example: `  install -m 0755 build/uraid /usr/local/bin/uraid && uraid restart demo`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
