@@ -28,10 +28,10 @@ type fakeDevice struct {
 	mu        sync.Mutex
 	flags     ublk.Flags
 	busy      error // StopUnused's answer while set
-	parkErr   error
+	drainErr  error
 	stopped   bool
-	parks     int
-	unparks   int
+	drains    int
+	endDrains int
 	abandoned bool
 	failed    chan struct{}
 	err       error
@@ -55,13 +55,13 @@ func (d *fakeDevice) StopUnused() error {
 	d.stopped = true
 	return nil
 }
-func (d *fakeDevice) Park(context.Context) error {
+func (d *fakeDevice) Drain(context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.parks++
-	return d.parkErr
+	d.drains++
+	return d.drainErr
 }
-func (d *fakeDevice) Unpark() { d.mu.Lock(); d.unparks++; d.mu.Unlock() }
+func (d *fakeDevice) EndDrain() { d.mu.Lock(); d.endDrains++; d.mu.Unlock() }
 func (d *fakeDevice) Abandon() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -194,8 +194,8 @@ func TestHandover(t *testing.T) {
 			} else {
 				assert.NoError(t, err)
 			}
-			assert.Equal(t, 1, dev.parks)
-			assert.Zero(t, dev.unparks)
+			assert.Equal(t, 1, dev.drains)
+			assert.Zero(t, dev.endDrains)
 			assert.True(t, dev.abandoned)
 			assert.False(t, dev.stopped, "a hand-over never stops the device")
 			rec, err := ReadRecord("life")
@@ -219,14 +219,14 @@ func TestHandoverRefused(t *testing.T) {
 	err := l.s.Handover()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "UBLK_F_USER_RECOVERY_REISSUE")
-	assert.Zero(t, dev.parks)
+	assert.Zero(t, dev.drains)
 
 	l.s.flags |= uapi.UBLK_F_USER_RECOVERY_REISSUE // as a device that has it
-	dev.parkErr = errors.New("ublk park: the target still holds requests: context deadline exceeded")
+	dev.drainErr = errors.New("ublk drain: the target still holds requests: context deadline exceeded")
 	err = l.s.Handover()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "still holds requests")
-	assert.Equal(t, 1, dev.unparks, "a failed drain serves the held-back requests again")
+	assert.Equal(t, 1, dev.endDrains, "a failed drain serves the held-back requests again")
 	assert.False(t, dev.abandoned)
 	assert.True(t, l.running())
 	rec, err := ReadRecord("life")

@@ -32,8 +32,8 @@ const (
 	// process, its member files (held until its last I/O ends), its device (until the kernel
 	// has quiesced it).
 	recoverTimeout = 3 * time.Minute
-	// parkTimeout bounds a hand-over's wait for the requests the array holds to finish.
-	parkTimeout = time.Minute
+	// drainTimeout bounds a hand-over's wait for the requests the array holds to finish.
+	drainTimeout = time.Minute
 	// abandonTimeout bounds a failed daemon's wait for its other queues to close before it exits.
 	abandonTimeout = 10 * time.Second
 )
@@ -60,8 +60,8 @@ var ErrRestartMe = errors.New("device handed over: the supervisor starts the suc
 type device interface {
 	Start(context.Context) error
 	StopUnused() error
-	Park(context.Context) error
-	Unpark()
+	Drain(context.Context) error
+	EndDrain()
 	Abandon() error
 	FailQueue(int, error) error
 	Failed() <-chan struct{}
@@ -645,15 +645,15 @@ func (s *served) handover() error {
 		return fmt.Errorf("array %s: its device %s was created without user recovery reissue (UBLK_F_USER_RECOVERY_REISSUE), so a hand-over would fail the requests that arrive meanwhile; stop the array (once unmounted) and assemble it again instead",
 			a.Name, s.dev.Path())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), parkTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
-	if err := s.dev.Park(ctx); err != nil {
-		s.dev.Unpark()
+	if err := s.dev.Drain(ctx); err != nil {
+		s.dev.EndDrain()
 		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
 	}
 	a.DrainDiscards()
 	if err := a.Flush(); err != nil {
-		s.dev.Unpark()
+		s.dev.EndDrain()
 		return fmt.Errorf("array %s: hand over: flush members: %w", a.Name, err)
 	}
 	s.mu.Lock()
@@ -661,7 +661,7 @@ func (s *served) handover() error {
 	err := writeRecord(s.rec)
 	s.mu.Unlock()
 	if err != nil {
-		s.dev.Unpark()
+		s.dev.EndDrain()
 		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
 	}
 	// From here the successor may start: it waits for this process to end.

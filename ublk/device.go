@@ -304,8 +304,8 @@ func (d *Device) startQueues(ctx context.Context) error {
 // the same result every time. It waits for the target to finish every
 // request it holds: a target that never completes one makes Stop hang in
 // the kernel's del_gendisk. Whoever still has /dev/ublkbN open sees it go
-// away (I/O fails); the device number is freed once they close it. Parked
-// requests are served first.
+// away (I/O fails); the device number is freed once they close it.
+// Requests withheld by Drain are served first.
 func (d *Device) Stop() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -331,7 +331,7 @@ func (d *Device) StopUnused() error {
 		return d.stopErr
 	}
 	if d.live {
-		d.unparkLocked()
+		d.endDrainLocked()
 		if err := stopUnused(d.ctrl, d.id, d.flags); err != nil {
 			if errors.Is(err, ErrBusy) {
 				return fmt.Errorf("ublk dev %d: %w", d.id, err)
@@ -347,23 +347,23 @@ func (d *Device) StopUnused() error {
 	return d.stopErr
 }
 
-// Park stops handing requests to the target and returns once it holds
+// Drain stops handing requests to the target and returns once it holds
 // none: everything started before has finished and its commit reached the
 // kernel. Requests the kernel sends meanwhile wait in their tags. The
 // server then either leaves the device to a successor with Abandon (with
 // UBLK_F_USER_RECOVERY_REISSUE the kernel hands the waiting requests to
-// the successor; without it they fail with EIO) or serves on with Unpark,
-// which it must also do if Park fails (ctx ended, or the device failed).
-func (d *Device) Park(ctx context.Context) error {
+// the successor; without it they fail with EIO) or serves on with EndDrain,
+// which it must also do if Drain fails (ctx ended, or the device failed).
+func (d *Device) Drain(ctx context.Context) error {
 	d.mu.Lock()
 	if !d.live || d.stopped {
 		d.mu.Unlock()
-		return fmt.Errorf("ublk park: %w", ErrStopped)
+		return fmt.Errorf("ublk drain: %w", ErrStopped)
 	}
-	p := &parkRequest{done: make(chan uint16, len(d.queues))}
+	p := &drainRequest{done: make(chan uint16, len(d.queues))}
 	n := len(d.queues)
 	for _, q := range d.queues {
-		q.park.Store(p)
+		q.draining.Store(p)
 		q.wake()
 	}
 	d.mu.Unlock()
@@ -371,31 +371,31 @@ func (d *Device) Park(ctx context.Context) error {
 		select {
 		case <-p.done:
 		case <-d.failed:
-			return fmt.Errorf("ublk park: %w", d.Err())
+			return fmt.Errorf("ublk drain: %w", d.Err())
 		case <-ctx.Done():
-			return fmt.Errorf("ublk park: the target still holds requests: %w", ctx.Err())
+			return fmt.Errorf("ublk drain: the target still holds requests: %w", ctx.Err())
 		}
 	}
 	return nil
 }
 
-// Unpark undoes Park: the requests held back are served, and new ones too.
-func (d *Device) Unpark() {
+// EndDrain undoes Drain: the requests withheld are served, and new ones too.
+func (d *Device) EndDrain() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.unparkLocked()
+	d.endDrainLocked()
 }
 
-func (d *Device) unparkLocked() {
+func (d *Device) endDrainLocked() {
 	for _, q := range d.queues {
-		if q.park.Swap(nil) != nil && q.wakeFd >= 0 {
+		if q.draining.Swap(nil) != nil && q.wakeFd >= 0 {
 			q.wake()
 		}
 	}
 }
 
 // Abandon leaves the device to a successor without stopping it: each
-// queue closes its ring once the target holds none of its requests (Park
+// queue closes its ring once the target holds none of its requests (Drain
 // first, so that it holds none), and /dev/ublkcN is closed. The kernel,
 // finding the server gone, quiesces a device that has user recovery: the
 // block device stays, its I/O waits, and NewRecovery in another process
@@ -446,7 +446,7 @@ func (d *Device) FailQueue(q int, err error) error {
 // teardown undoes whatever start got to.
 func (d *Device) teardown() error {
 	var errs []error
-	d.unparkLocked()
+	d.endDrainLocked()
 	if d.live {
 		// del_gendisk waits for in-flight I/O, which the queues must
 		// still be serving.

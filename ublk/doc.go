@@ -30,7 +30,7 @@
 // RemoveOrphans delete devices whose server process is dead, unless they
 // are open. With Options.UserRecovery the device instead survives,
 // quiesced, and NewRecovery takes it over under the same number. A server
-// that hands its device over to a successor on purpose first Parks it (the
+// that hands its device over to a successor on purpose first Drains it (the
 // target finishes what it holds, new requests wait) and then Abandons it
 // (its queues close without a stop). StopUnused is the stop that refuses
 // while anything has the block device open. Harness drives a Target
@@ -38,7 +38,7 @@
 //
 // # Concurrency
 //
-// Device.Start, Stop, StopUnused, Park, Unpark and Abandon may be called
+// Device.Start, Stop, StopUnused, Drain, EndDrain and Abandon may be called
 // from any goroutine; Stop is idempotent and may run concurrently with
 // Start's return or with itself.
 // Request.Complete and Request.Done are safe from any goroutine, once per

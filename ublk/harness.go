@@ -105,7 +105,7 @@ func (h *Harness) Wait() (tag uint16, res int32, err error) {
 		if err := q.commitDone(); err != nil {
 			return 0, 0, err
 		}
-		if err := q.checkPark(); err != nil {
+		if err := q.checkDrain(); err != nil {
 			return 0, 0, err
 		}
 		if n := len(h.ready); n > 0 {
@@ -122,20 +122,20 @@ func (h *Harness) Wait() (tag uint16, res int32, err error) {
 	}
 }
 
-// Park holds requests started from now on back from the target, as
-// Device.Park does; the returned channel receives once the target holds
-// none (seen by Wait). Unpark serves them; Parked counts them.
-func (h *Harness) Park() <-chan uint16 {
-	p := &parkRequest{done: make(chan uint16, 1)}
-	h.q.park.Store(p)
+// Drain withholds requests started from now on from the target, as
+// Device.Drain does; the returned channel receives once the target holds
+// none (seen by Wait). EndDrain serves them; Withheld counts them.
+func (h *Harness) Drain() <-chan uint16 {
+	p := &drainRequest{done: make(chan uint16, 1)}
+	h.q.draining.Store(p)
 	return p.done
 }
 
-// Unpark serves the requests Park held back, at the next Wait.
-func (h *Harness) Unpark() { h.q.park.Store(nil) }
+// EndDrain serves the requests Drain withheld, at the next Wait.
+func (h *Harness) EndDrain() { h.q.draining.Store(nil) }
 
-// Parked is the number of requests held back.
-func (h *Harness) Parked() int { return h.q.parked }
+// Withheld is the number of requests Drain holds back.
+func (h *Harness) Withheld() int { return h.q.withheld }
 
 // Do runs r on tag 0 and waits for it.
 func (h *Harness) Do(r HarnessRequest) (int32, error) {

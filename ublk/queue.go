@@ -28,7 +28,7 @@ const (
 	tagFetching uint8 = iota // a FETCH or COMMIT_AND_FETCH is outstanding
 	tagServing               // the target holds the request
 	tagAborted               // the kernel cancelled the fetch: never reissue
-	tagParked                // the request arrived while parked: held back from the target
+	tagWithheld              // the request arrived while draining: withheld from the target
 )
 
 // queue serves one hardware queue. Everything but the fields marked
@@ -51,10 +51,10 @@ type queue struct {
 	reqs    []Request
 	state   []uint8
 	// serving counts tags in state tagServing; aborted those in
-	// tagAborted; parked those in tagParked.
-	serving, aborted, parked int
-	// reported is the park request whose drain this queue has answered.
-	reported *parkRequest
+	// tagAborted; withheld those in tagWithheld.
+	serving, aborted, withheld int
+	// reported is the drain request this queue has answered.
+	reported *drainRequest
 
 	// held[tag] is true from dispatch until the target's first
 	// completion of that request; any goroutine may clear it.
@@ -70,11 +70,11 @@ type queue struct {
 	// stopping is set by Device.stop after STOP_DEV: exit once the
 	// target holds no request, even if the kernel left fetches pending.
 	stopping atomic.Bool
-	// park, when not nil, holds new requests back from the target
-	// (tagParked) and asks the queue to say on park.done once the target
-	// holds none. Device.Park sets it, Device.Unpark clears it, and the
-	// parked requests are then served.
-	park atomic.Pointer[parkRequest]
+	// draining, when not nil, withholds new requests from the target
+	// (tagWithheld) and asks the queue to say on draining.done once the
+	// target holds none. Device.Drain sets it, Device.EndDrain clears it,
+	// and the withheld requests are then served.
+	draining atomic.Pointer[drainRequest]
 	// abandon is set by Device.Abandon: close the ring, without any
 	// stop, once the target holds no request.
 	abandon atomic.Bool
@@ -228,7 +228,7 @@ func (q *queue) loop() error {
 		if err := q.fault.Load(); err != nil {
 			return *err
 		}
-		if err := q.checkPark(); err != nil {
+		if err := q.checkDrain(); err != nil {
 			return err
 		}
 		if q.aborted == q.depth || (q.stopping.Load() && q.serving == 0) {
@@ -249,20 +249,20 @@ func (q *queue) loop() error {
 	}
 }
 
-// parkRequest is one Device.Park: each queue sends its id on done, once,
+// drainRequest is one Device.Drain: each queue sends its id on done, once,
 // when the target holds none of its requests.
-type parkRequest struct{ done chan uint16 }
+type drainRequest struct{ done chan uint16 }
 
-// checkPark follows Park and Unpark: while parked, it reports the drain
-// once the target holds nothing (with the last commits submitted, so the
-// kernel has them); once unparked, it serves the requests held back.
-func (q *queue) checkPark() error {
-	p := q.park.Load()
+// checkDrain follows Drain and EndDrain: while draining, it reports once
+// the target holds nothing (with the last commits submitted, so the kernel
+// has them); once the drain ends, it serves the requests withheld.
+func (q *queue) checkDrain() error {
+	p := q.draining.Load()
 	if p == nil {
 		q.reported = nil
-		for tag := 0; q.parked > 0 && tag < q.depth; tag++ {
-			if q.state[tag] == tagParked {
-				q.parked--
+		for tag := 0; q.withheld > 0 && tag < q.depth; tag++ {
+			if q.state[tag] == tagWithheld {
+				q.withheld--
 				q.dispatch(uint16(tag))
 			}
 		}
@@ -270,7 +270,7 @@ func (q *queue) checkPark() error {
 	}
 	if q.serving == 0 && q.reported != p {
 		if _, err := q.ring.Submit(); err != nil {
-			return fmt.Errorf("ublk queue %d: submit commits before parking: %w", q.id, err)
+			return fmt.Errorf("ublk queue %d: submit commits before the drain: %w", q.id, err)
 		}
 		q.reported = p
 		p.done <- q.id // buffered for every queue: never blocks
@@ -327,12 +327,12 @@ func (q *queue) onIO(tag uint16, res int32) {
 		return
 	}
 	if res == uapi.UBLK_IO_RES_OK {
-		if q.park.Load() != nil {
+		if q.draining.Load() != nil {
 			// The kernel owns nothing of it now: it stays with this
-			// server, to be served on Unpark or, if the server leaves
+			// server, to be served on EndDrain or, if the server leaves
 			// the device, reissued to its successor.
-			q.state[tag] = tagParked
-			q.parked++
+			q.state[tag] = tagWithheld
+			q.withheld++
 			return
 		}
 		q.dispatch(tag)

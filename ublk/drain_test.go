@@ -7,20 +7,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestParkDrainsThenHoldsBack: once parked, a queue hands the target nothing new, says it is
-// drained only when the target has finished what it held, and serves the held-back requests on
-// Unpark.
-func TestParkDrainsThenHoldsBack(t *testing.T) {
+// TestDrainWithholdsThenServes: once draining, a queue hands the target nothing new, says it is
+// drained only when the target has finished what it held, and serves the withheld requests on
+// EndDrain.
+func TestDrainWithholdsThenServes(t *testing.T) {
 	target := &asyncTarget{reqs: make(chan *Request, 4)}
 	h := newTestHarness(t, target, 4, 64<<10)
 
 	require.NoError(t, h.Start(0, HarnessRequest{Op: OpWrite, Offset: 0, Length: 4096}))
 	held := <-target.reqs
-	drained := h.Park()
+	drained := h.Drain()
 	require.NoError(t, h.Start(1, HarnessRequest{Op: OpRead, Offset: 8192, Length: 4096}))
 	require.NoError(t, h.Start(2, HarnessRequest{Op: OpFlush}))
-	assert.Equal(t, 2, h.Parked())
-	assert.Empty(t, target.reqs, "a parked queue handed the target a request")
+	assert.Equal(t, 2, h.Withheld())
+	assert.Empty(t, target.reqs, "a draining queue handed the target a request")
 	select {
 	case <-drained:
 		t.Fatal("drained while the target still holds a request")
@@ -39,7 +39,7 @@ func TestParkDrainsThenHoldsBack(t *testing.T) {
 	}
 	assert.Empty(t, target.reqs)
 
-	h.Unpark()
+	h.EndDrain()
 	for range 2 {
 		go func() { (<-target.reqs).Done(nil) }()
 	}
@@ -49,25 +49,25 @@ func TestParkDrainsThenHoldsBack(t *testing.T) {
 		require.NoError(t, err)
 		got[tag] = res
 	}
-	assert.Equal(t, map[uint16]int32{1: 4096, 2: 0}, got, "the held-back requests are served after Unpark")
-	assert.Zero(t, h.Parked())
+	assert.Equal(t, map[uint16]int32{1: 4096, 2: 0}, got, "the withheld requests are served after EndDrain")
+	assert.Zero(t, h.Withheld())
 }
 
-// A queue that is parked while the target holds nothing is drained at once, and a second Park
+// A queue that drains while the target holds nothing is drained at once, and a second Drain
 // is answered again.
-func TestParkIdleQueue(t *testing.T) {
+func TestDrainIdleQueue(t *testing.T) {
 	h := newTestHarness(t, &inlineTarget{}, 2, 64<<10)
 	for range 2 {
-		drained := h.Park()
+		drained := h.Drain()
 		require.NoError(t, h.Start(0, HarnessRequest{Op: OpRead, Length: 512}))
 		_, _, err := h.Wait()
-		require.Error(t, err, "nothing is in flight while the only request is parked")
+		require.Error(t, err, "nothing is in flight while the only request is withheld")
 		select {
 		case <-drained:
 		default:
-			t.Fatal("an idle parked queue never said it was drained")
+			t.Fatal("an idle queue never said it was drained")
 		}
-		h.Unpark()
+		h.EndDrain()
 		tag, res, err := h.Wait()
 		require.NoError(t, err)
 		assert.Equal(t, uint16(0), tag)
