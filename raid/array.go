@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"uraid/discard"
+	"uraid/internal/clock"
 	"uraid/mapping"
 )
 
@@ -55,7 +56,6 @@ type Array struct {
 	readTurn []uint32
 	discard  discardStats
 	engine   *discard.Engine
-	issuers  []memberIssuer // closed after the engine
 }
 
 // Options shape how an array is served.
@@ -65,6 +65,8 @@ type Options struct {
 	Discard       DiscardOptions
 	// Degraded allows an array with missing or stale members to run on the remaining copies.
 	Degraded bool
+	// Clock paces the TRIM engine (nil: the wall clock); tests inject a manual one.
+	Clock clock.Clock
 }
 
 // Assemble opens the members at paths, checks that they form the array called name and returns it
@@ -170,11 +172,16 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 			a.tags[q][t].init()
 		}
 	}
-	e, issuers, err := newEngine(a, o.Discard)
+	e, err := newEngine(a, o.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
 	}
-	a.engine, a.issuers = e, issuers
+	a.engine = e
+	for i := range members {
+		if !a.active(i) {
+			e.Fail(i) // no reads steered to a missing member, no TRIMs queued for it
+		}
+	}
 	return a, nil
 }
 
@@ -268,10 +275,12 @@ func (a *Array) writeSuperblocks(st State) error {
 	return errors.Join(errs...)
 }
 
-// fail takes member i out of service after an I/O error.
+// fail takes member i out of service after an I/O error: no more reads or writes go to it, and
+// the engine drops its queued TRIMs.
 func (a *Array) fail(i int, err error) {
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
+		a.engine.Fail(i)
 	}
 }
 
@@ -293,10 +302,7 @@ func (a *Array) Flush() error {
 func (a *Array) Close() error {
 	var errs []error
 	if a.engine != nil {
-		errs = append(errs, a.engine.Close())
-	}
-	for _, i := range a.issuers {
-		errs = append(errs, i.close())
+		errs = append(errs, a.engine.Close()) // and the members' TRIM issuers
 	}
 	for _, m := range a.members {
 		if m != nil {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/discard"
+	"uraid/internal/clock"
 	"uraid/ublk"
 )
 
@@ -241,21 +242,24 @@ func TestAssembleRefuses(t *testing.T) {
 func TestEngineConfigInFlight(t *testing.T) {
 	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 3, 64 << 10}, "sync")
 	defer a.Close()
-	cfg, issuers, err := engineConfig(a, DiscardOptions{Mode: "async", MinGap: 5, MemberInFlight: map[string]int{paths[1]: 7}})
-	require.NoError(t, err)
-	for _, i := range issuers {
-		i.close()
+	closeIssuers := func(cfg discard.Config) {
+		for _, m := range cfg.Members {
+			if m.Issuer != nil {
+				m.Issuer.Close()
+			}
+		}
 	}
+	cfg, err := engineConfig(a, DiscardOptions{Mode: "async", MinGap: 5, MemberInFlight: map[string]int{paths[1]: 7}})
+	require.NoError(t, err)
+	closeIssuers(cfg)
 	require.Len(t, cfg.Members, 3)
 	assert.Equal(t, 1, cfg.Members[0].InFlight, "files take one TRIM at a time by default")
 	assert.Equal(t, 7, cfg.Members[1].InFlight, "a per-member setting wins")
 	assert.EqualValues(t, 5, cfg.Members[2].MinGap)
 	assert.EqualValues(t, 4096, cfg.Members[0].Granularity)
-	cfg, issuers, err = engineConfig(a, DiscardOptions{InFlight: 3, MemberInFlight: map[string]int{paths[2]: 2}})
+	cfg, err = engineConfig(a, DiscardOptions{InFlight: 3, MemberInFlight: map[string]int{paths[2]: 2}})
 	require.NoError(t, err)
-	for _, i := range issuers {
-		i.close()
-	}
+	closeIssuers(cfg)
 	assert.Equal(t, []int{3, 3, 2}, []int{cfg.Members[0].InFlight, cfg.Members[1].InFlight, cfg.Members[2].InFlight})
 }
 
@@ -312,15 +316,18 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
-	// The gap keeps member 0's second TRIM queued for a while after its first.
-	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async", MinGap: 2 * time.Second}})
+	// The gap keeps member 0's second TRIM queued after its first until the test moves the clock.
+	clk := clock.NewManual(time.Unix(0, 0))
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: clk, Discard: DiscardOptions{Mode: "async", MinGap: 2 * time.Second}})
 	require.NoError(t, err)
 	defer a.Close()
 	h := harness(t, a)
 	for _, off := range []int64{4 << 20, 5 << 20} { // away from the reads, which would wait for them
-		a.engine.Discard([]discard.Range{{Member: 0, Off: off, Len: 4096}}, func(error) {})
+		done := make(discardDone, 1)
+		a.engine.Discard(&discard.Discard{Ranges: []discard.Range{{Member: 0, Off: off, Len: 4096}}, Done: done})
+		require.NoError(t, <-done)
 	}
-	require.Eventually(t, func() bool { return a.engine.Pending(0) && !a.engine.Busy(0) }, 5*time.Second, time.Millisecond)
+	waitFor(t, func() bool { st := a.engine.Stats()[0]; return st.Completed == 1 && st.Queued == 1 })
 	reads := func() [2]uint64 {
 		st := a.Status("", 0)
 		return [2]uint64{st.Members[0].IO.Reads, st.Members[1].IO.Reads}
@@ -333,9 +340,27 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	assert.Equal(t, before[0], after[0], "no read may go to the member with TRIMs pending")
 	assert.EqualValues(t, 100, after[1]-before[1])
 
+	clk.Advance(2 * time.Second)
 	a.engine.Drain()
 	for i := range 100 {
 		do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
 	}
 	assert.InDelta(t, 50, float64(reads()[0]-after[0]), 25, "with no TRIM pending reads spread over both copies")
+}
+
+// discardDone is a discard.Completer that reports on a channel.
+type discardDone chan error
+
+func (d discardDone) Done(err error) { d <- err }
+
+// waitFor polls cond until it holds: a wait for state, bounded only to turn a hang into a failure.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("the array never got to the expected state")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }

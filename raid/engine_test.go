@@ -53,18 +53,21 @@ func TestEngineConfigExclusive(t *testing.T) {
 			if n, ok := o.MemberInFlight["M0"]; ok {
 				o.MemberInFlight = map[string]int{paths[0]: n}
 			}
-			cfg, issuers, err := engineConfig(a, o)
+			cfg, err := engineConfig(a, o)
 			require.NoError(t, err)
-			for _, i := range issuers {
-				i.close()
-			}
 			require.Len(t, cfg.Members, 2)
 			assert.Equal(t, tt.inflight, cfg.Members[0].InFlight, "in flight")
 			assert.Equal(t, tt.exclusive, cfg.Members[0].YieldToIO, "yield to I/O")
 			assert.False(t, cfg.Members[1].YieldToIO, "a setting for member 0 leaked to member 1")
 
-			a.opts.Discard = o
+			// Status reports what the engine built from this configuration runs with.
+			e, err := discard.New(cfg)
+			require.NoError(t, err)
+			old := a.engine
+			a.engine = e
 			st := a.Status("", 0)
+			a.engine = old
+			require.NoError(t, e.Close())
 			assert.Equal(t, tt.inflight, st.Members[0].TrimInFlight, "status in flight")
 			assert.Equal(t, tt.exclusive, st.Members[0].TrimExclusive, "status exclusive")
 		})
@@ -80,9 +83,9 @@ func TestEngineConfigUnknownMember(t *testing.T) {
 		{Exclusive: []string{paths[0], "/dev/sdz"}},
 		{MemberInFlight: map[string]int{"/dev/sdz": 2}},
 	} {
-		_, issuers, err := engineConfig(a, o)
+		cfg, err := engineConfig(a, o)
 		require.ErrorIs(t, err, ErrNoSuchMember)
-		assert.Empty(t, issuers)
+		assert.Empty(t, cfg.Members, "nothing was made for a refused configuration")
 		assert.Contains(t, err.Error(), "/dev/sdz")
 		assert.Contains(t, err.Error(), paths[0]+", "+paths[1])
 	}

@@ -105,13 +105,12 @@ func (a *Array) Status(device string, pid int) Status {
 		if i < len(ds) {
 			ms.Discard = ds[i]
 		}
+		// The settings the engine runs with, not a recomputation that could disagree with it.
+		set := a.engine.Settings(i)
+		ms.TrimExclusive = set.Exclusive
+		ms.TrimInFlight = set.InFlight
 		if m != nil {
 			ms.DiscardGranularity = a.gran[i].Bytes
-			t := a.opts.Discard.memberTrim(m)
-			ms.TrimExclusive = t.exclusive
-			if ms.DiscardGranularity > 0 {
-				ms.TrimInFlight = t.inflight
-			}
 			ms.Path, ms.SizeBytes, ms.Kind = m.Path, m.Size, "file"
 			if m.Block {
 				ms.Kind = "block"

@@ -289,8 +289,8 @@ func (d *Device) teardown() error {
 	}
 	for _, q := range d.queues {
 		q.stopping.Store(true)
-		if q.wakeFd >= 0 {
-			q.wake()
+		if q.waker != nil {
+			_ = q.waker.Wake()
 		}
 	}
 	d.running.Wait()
