@@ -47,9 +47,10 @@ import (
 // every future version, so any reader can tell "not ours", "corrupt" and
 // "too new" apart.
 //
-// The limits on fields (member count, chunk size, sector granularity) are
-// mapping's, the planner's: a superblock holds exactly the arrays uraid can
-// lay out.
+// The limits on member count, chunk size and data size granularity are
+// mapping's, so create, the planner and the superblock cannot disagree on
+// them; the rest of the geometry (raid1 copies, member size) is mapping.New's
+// to check, which MapOf calls when an array starts.
 
 // Superblock placement and format constants.
 const (
