@@ -164,7 +164,7 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 		}
 	}
 	if !a.readable() {
-		return nil, fmt.Errorf("array %s: %w: too many members are missing for level %v to have every byte", sb.Name, ErrArrayFailed, sb.Level)
+		return nil, fmt.Errorf("array %s: %w: too many members are missing for level %s to have every byte", sb.Name, ErrArrayFailed, sb.Level.ShortName())
 	}
 	for q := range a.tags {
 		a.tags[q] = make([]tagState, o.Depth)
@@ -193,14 +193,14 @@ func (a *Array) readable() bool {
 	n := a.m.Members()
 	ok := func(i int) bool { return MemberState(a.state[i].Load()) == MemberActive }
 	switch a.sb.Level {
-	case LevelRAID1:
+	case mapping.RAID1:
 		for i := range n {
 			if ok(i) {
 				return true
 			}
 		}
 		return false
-	case LevelRAID10:
+	case mapping.RAID10:
 		// Every chunk has two copies on different members; a chunk is lost when both are down.
 		// Probing one row of chunks per member pair covers every placement the layouts make.
 		var pieces [1]mapping.Piece

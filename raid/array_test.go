@@ -15,30 +15,31 @@ import (
 
 	"uraid/discard"
 	"uraid/internal/clock"
+	"uraid/mapping"
 	"uraid/ublk"
 )
 
 const harnessMaxIO = 256 << 10
 
 type arrayCase struct {
-	level  Level
-	layout Layout
+	level  mapping.Level
+	layout mapping.Layout
 	n      int
 	chunk  int64
 }
 
 func (c arrayCase) String() string {
-	return fmt.Sprintf("raid%v-%v-%dx", c.level, c.layout, c.n)
+	return fmt.Sprintf("%v-%v-%dx", c.level, c.layout, c.n)
 }
 
 var arrayCases = []arrayCase{
-	{LevelLinear, LayoutNone, 3, 0},
-	{LevelRAID0, LayoutNone, 4, 64 << 10},
-	{LevelRAID1, LayoutNone, 2, 0},
-	{LevelRAID10, LayoutN2, 4, 64 << 10},
-	{LevelRAID10, LayoutN2, 3, 16 << 10},
-	{LevelRAID10, LayoutF2, 4, 64 << 10},
-	{LevelRAID10, LayoutO2, 4, 64 << 10},
+	{mapping.Linear, mapping.NoLayout, 3, 0},
+	{mapping.RAID0, mapping.NoLayout, 4, 64 << 10},
+	{mapping.RAID1, mapping.NoLayout, 2, 0},
+	{mapping.RAID10, mapping.Near2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Near2, 3, 16 << 10},
+	{mapping.RAID10, mapping.Far2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Offset2, 4, 64 << 10},
 }
 
 func createArray(t *testing.T, c arrayCase, mode string) (*Array, []string) {
@@ -184,7 +185,7 @@ func TestArrayDiscard(t *testing.T) {
 // TestArrayMirrorFailover breaks one member of a mirror: writes still succeed, reads come from the
 // other copy, the array reports degraded, and the broken member is stale at the next assemble.
 func TestArrayMirrorFailover(t *testing.T) {
-	for _, c := range []arrayCase{{LevelRAID1, LayoutNone, 2, 0}, {LevelRAID10, LayoutN2, 4, 64 << 10}} {
+	for _, c := range []arrayCase{{mapping.RAID1, mapping.NoLayout, 2, 0}, {mapping.RAID10, mapping.Near2, 4, 64 << 10}} {
 		t.Run(c.String(), func(t *testing.T) {
 			a, paths := createArray(t, c, "sync")
 			h := harness(t, a)
@@ -222,7 +223,7 @@ func TestArrayMirrorFailover(t *testing.T) {
 }
 
 func TestAssembleRefuses(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 2, 64 << 10}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
 	require.NoError(t, a.Close())
 	_, err := Assemble("other", paths, Options{Queues: 1, Depth: 8})
 	require.Error(t, err)
@@ -240,7 +241,7 @@ func TestAssembleRefuses(t *testing.T) {
 }
 
 func TestEngineConfigInFlight(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 3, 64 << 10}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 3, 64 << 10}, "sync")
 	defer a.Close()
 	closeIssuers := func(cfg discard.Config) {
 		for _, m := range cfg.Members {
@@ -267,7 +268,7 @@ func TestEngineConfigInFlight(t *testing.T) {
 // allocate nothing once warm: the mapping goes into per-tag slices and member I/O onto the queue's
 // ring.
 func TestArrayHotPathAllocs(t *testing.T) {
-	a, _ := createArray(t, arrayCase{LevelRAID10, LayoutN2, 4, 64 << 10}, "async")
+	a, _ := createArray(t, arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}, "async")
 	defer a.Close()
 	h := harness(t, a)
 	for _, r := range []ublk.HarnessRequest{
@@ -290,7 +291,7 @@ func TestArrayHotPathAllocs(t *testing.T) {
 // TestArrayReadsSpreadOverMirrors checks that reads use every copy, not only the first of each
 // mirror set: a mirror's point is twice the read capacity as much as a second copy.
 func TestArrayReadsSpreadOverMirrors(t *testing.T) {
-	for _, c := range []arrayCase{{LevelRAID1, LayoutNone, 2, 0}, {LevelRAID10, LayoutN2, 4, 64 << 10}, {LevelRAID10, LayoutN2, 3, 16 << 10}} {
+	for _, c := range []arrayCase{{mapping.RAID1, mapping.NoLayout, 2, 0}, {mapping.RAID10, mapping.Near2, 4, 64 << 10}, {mapping.RAID10, mapping.Near2, 3, 16 << 10}} {
 		t.Run(c.String(), func(t *testing.T) {
 			a, _ := createArray(t, c, "sync")
 			defer a.Close()
@@ -311,7 +312,7 @@ func TestArrayReadsSpreadOverMirrors(t *testing.T) {
 // TestArrayReadsAvoidPendingTrims: while one mirror has TRIMs to do, reads go to the other copy,
 // so they neither wait behind those TRIMs nor hold them back; once it is done, reads spread again.
 func TestArrayReadsAvoidPendingTrims(t *testing.T) {
-	c := arrayCase{LevelRAID1, LayoutNone, 2, 0}
+	c := arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})

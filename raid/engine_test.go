@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/discard"
+	"uraid/mapping"
 )
 
 // TestEngineConfigExclusive checks each member's TRIM settings, and that status reports the same
@@ -40,7 +41,7 @@ func TestEngineConfigExclusive(t *testing.T) {
 		{"member inflight wins over listed", flash, true, DiscardOptions{InFlight: 6, MemberInFlight: map[string]int{"M0": 2}}, 2, true},
 		{"inflight applies to non-exclusive", flash, false, DiscardOptions{InFlight: 8}, 8, false},
 	}
-	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 2, 64 << 10}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
 	defer a.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestEngineConfigExclusive(t *testing.T) {
 // TestEngineConfigUnknownMember checks that settings for a path that is no member are refused,
 // naming the path and the members, rather than dropped.
 func TestEngineConfigUnknownMember(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID1, LayoutNone, 2, 0}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}, "sync")
 	defer a.Close()
 	for _, o := range []DiscardOptions{
 		{Exclusive: []string{paths[0], "/dev/sdz"}},
@@ -126,7 +127,7 @@ func TestCheckMembers(t *testing.T) {
 // TestAssembleRefusesUnknownTrimMember checks that the refusal comes before the array starts or
 // writes anything: the members read back unchanged and can be assembled again.
 func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID1, LayoutNone, 2, 0}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}, "sync")
 	require.NoError(t, a.Close())
 	before := readSuperblocks(t, paths)
 	_, err := Assemble("t", paths, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Exclusive: []string{paths[0] + ".typo"}}})

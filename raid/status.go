@@ -16,8 +16,8 @@ type discardStats struct {
 type Status struct {
 	Name        string         `json:"name"`
 	UUID        string         `json:"uuid"`
-	Level       string         `json:"level"`
-	Layout      string         `json:"layout,omitempty"`
+	Level       string         `json:"level"`            // mapping.Level.ShortName: "linear", "0", "1" or "10"
+	Layout      string         `json:"layout,omitempty"` // "n2", "f2" or "o2"; only raid10 has one
 	ChunkBytes  int64          `json:"chunk_bytes"`
 	SizeBytes   int64          `json:"size_bytes"`
 	Device      string         `json:"device"`
@@ -78,7 +78,7 @@ const (
 func (a *Array) Status(device string, pid int) Status {
 	sb := a.Superblock()
 	st := Status{
-		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.String(),
+		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.ShortName(),
 		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.m.Size(), Device: device,
 		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: sb.CreateTime, PID: pid,
 		Discard: DiscardTotals{
@@ -86,7 +86,7 @@ func (a *Array) Status(device string, pid int) Status {
 			MemberRanges: a.discard.memberRanges.Load(),
 		},
 	}
-	if sb.Level == LevelRAID10 {
+	if sb.Level.HasLayout() {
 		st.Layout = sb.Layout.String()
 	}
 	switch {
