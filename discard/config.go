@@ -74,9 +74,9 @@ type Member struct {
 	MinGap time.Duration
 
 	// YieldToIO holds TRIMs back while the member has reads or writes in
-	// progress (see Engine.StartIO), for drives whose TRIM stalls other
-	// commands. MaxDefer bounds the hold so that TRIMs still progress under
-	// constant load (0: DefaultMaxDefer).
+	// progress (admitted and not yet ended), for drives whose TRIM stalls
+	// other commands. MaxDefer bounds the hold so that TRIMs still progress
+	// under constant load (0: DefaultMaxDefer).
 	YieldToIO bool
 	MaxDefer  time.Duration
 }
