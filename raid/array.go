@@ -67,6 +67,8 @@ type Options struct {
 	Degraded bool
 	// Clock paces the TRIM engine (nil: the wall clock); tests inject a manual one.
 	Clock clock.Clock
+	// newIssuer, when set, makes the members' TRIM issuers instead of io_uring: a test hook.
+	newIssuer func(m *Member, dataOff int64, inflight int) (discard.Issuer, error)
 }
 
 // Assemble opens the members at paths, checks that they form the array called name and returns it

@@ -365,3 +365,88 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(100 * time.Microsecond)
 	}
 }
+
+// heldTrims makes each member's TRIMs wait at a gate the test opens, then punch the hole for
+// real, so that a test decides what is in flight.
+type heldTrims struct {
+	entered chan struct{} // a TRIM reached its member
+	hold    chan struct{}
+}
+
+func newHeldTrims() *heldTrims {
+	return &heldTrims{entered: make(chan struct{}, 64), hold: make(chan struct{}, 64)}
+}
+
+func (h *heldTrims) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+	return discard.Blocking(func(off, n int64) error {
+		h.entered <- struct{}{}
+		<-h.hold
+		return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))
+	}, nil), nil
+}
+
+func (h *heldTrims) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-h.entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a TRIM never reached its member")
+		}
+	}
+}
+
+// TestArrayParksAroundTrims: a write over a TRIM in flight and a read of bytes with a TRIM
+// pending wait for it without blocking the queue (another request completes meanwhile), then go
+// on through the ring: the write is not undone by the TRIM, and the read sees the trimmed bytes.
+func TestArrayParksAroundTrims(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	require.NoError(t, err)
+	held := newHeldTrims()
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})
+	require.NoError(t, err)
+	defer a.Close()
+	h := harness(t, a)
+	old := bytes.Repeat([]byte{0x11}, 64<<10)
+	do(t, h, ublk.OpWrite, 0, old)
+	do(t, h, ublk.OpWrite, 1<<20, old)
+
+	// A write over the TRIMs in flight waits; a read elsewhere is served meanwhile.
+	do(t, h, ublk.OpDiscard, 0, make([]byte, 64<<10))
+	held.wait(t, 2)
+	fresh := bytes.Repeat([]byte{0x22}, 4096)
+	copy(h.Buf(1), fresh)
+	require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 8192, Length: 4096}))
+	assert.EqualValues(t, 1, a.Status("", 0).Discard.ParkedWrites)
+	require.NoError(t, h.Start(2, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 1 << 20, Length: 4096}))
+	tag, res, err := h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(2), tag, "the parked write held up the queue")
+	assert.EqualValues(t, 4096, res)
+	held.hold <- struct{}{}
+	held.hold <- struct{}{}
+	tag, res, err = h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(1), tag)
+	assert.EqualValues(t, 4096, res)
+	a.DrainDiscards()
+	for turn := range 2 { // both copies
+		got := do(t, h, ublk.OpRead, 8192, make([]byte, 4096))
+		assert.Equal(t, fresh, got, "read %d: the TRIM undid the write", turn)
+	}
+
+	// A read of bytes being trimmed waits until every copy is done, and reads them trimmed.
+	do(t, h, ublk.OpDiscard, 1<<20, make([]byte, 64<<10))
+	held.wait(t, 2)
+	require.NoError(t, h.Start(3, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 1 << 20, Length: 4096}))
+	assert.EqualValues(t, 1, a.Status("", 0).Discard.ParkedReads)
+	held.hold <- struct{}{}
+	held.hold <- struct{}{}
+	tag, res, err = h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(3), tag)
+	assert.EqualValues(t, 4096, res)
+	assert.Equal(t, make([]byte, 4096), h.Buf(3)[:4096])
+}

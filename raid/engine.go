@@ -177,7 +177,12 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 			mc.InFlight = t.inflight
 			// A drive that stalls reads and writes behind a TRIM should trim between them.
 			mc.YieldToIO = t.exclusive
-			is, err := discard.NewRingIssuer(int(m.File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
+			var is discard.Issuer
+			if a.opts.newIssuer != nil {
+				is, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)
+			} else {
+				is, err = discard.NewRingIssuer(int(m.File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
+			}
 			if err != nil {
 				return fail(fmt.Errorf("member %s: %w", m.Path, err))
 			}

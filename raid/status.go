@@ -6,9 +6,11 @@ import (
 	"uraid/discard"
 )
 
-// discardStats counts the array's discard requests as the kernel sent them.
+// discardStats counts the array's discard requests as the kernel sent them, and the reads and
+// writes that had to wait for a TRIM.
 type discardStats struct {
 	requests, bytes, memberRanges atomic.Uint64
+	parkedReads, parkedWrites     atomic.Uint64
 }
 
 // Status is an array's state as `uraid status` and `uraid detail` show it and the control socket
@@ -63,6 +65,10 @@ type DiscardTotals struct {
 	Requests     uint64 `json:"requests"`
 	Bytes        uint64 `json:"bytes"`
 	MemberRanges uint64 `json:"member_ranges"`
+	// ParkedReads and ParkedWrites count reads of bytes with a discard pending and writes over a
+	// TRIM in flight: they waited, off the queue, until the TRIM was done.
+	ParkedReads  uint64 `json:"parked_reads"`
+	ParkedWrites uint64 `json:"parked_writes"`
 }
 
 // Array states.
@@ -84,6 +90,7 @@ func (a *Array) Status(device string, pid int) Status {
 		Discard: DiscardTotals{
 			Requests: a.discard.requests.Load(), Bytes: a.discard.bytes.Load(),
 			MemberRanges: a.discard.memberRanges.Load(),
+			ParkedReads:  a.discard.parkedReads.Load(), ParkedWrites: a.discard.parkedWrites.Load(),
 		},
 	}
 	if sb.Level.HasLayout() {

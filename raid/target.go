@@ -148,6 +148,7 @@ func (a *Array) admitRead(r *ublk.Request, t *tagState) {
 	// Round robin per queue: only the queue goroutine counts, so no atomics are needed.
 	turn := a.readTurn[r.Queue]
 	if !a.engine.BeginRead(&t.read, turn) {
+		a.discard.parkedReads.Add(1)
 		return
 	}
 	a.readTurn[r.Queue] = turn + uint32(len(t.read.Pieces))
@@ -200,6 +201,7 @@ func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 // are gone and none is in flight over them. Parked, it comes back through Resume.
 func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 	if !a.engine.BeginWrite(&t.write) {
+		a.discard.parkedWrites.Add(1)
 		return
 	}
 	for i, e := range t.exts {
