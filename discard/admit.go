@@ -1,6 +1,10 @@
 package discard
 
-import "uraid/internal/verify"
+import (
+	"math"
+
+	"uraid/internal/verify"
+)
 
 // BeginRead admits a read: for each piece it checks that no copy has a
 // discard queued or in flight over the bytes (else the copies could
@@ -8,9 +12,10 @@ import "uraid/internal/verify"
 // from and opens that member's I/O gate.
 //
 // The copy is the one whose TRIMs would delay the read least (a member with
-// TRIMs to do is left to do them), among members that have not failed;
-// among equals the search starts at copy turn+i of piece i, so that a
-// caller that counts turn up spreads reads over the mirrors. If a TRIM
+// TRIMs to do is left to do them), among members that have not failed, and
+// then the one with the fewest reads and writes in progress; among equals
+// the search starts at copy turn+i of piece i, so that a caller that counts
+// turn up spreads reads over the mirrors. If a TRIM
 // starts on the picked member before the gate closes, the read goes to
 // another copy when one is better.
 //
@@ -90,8 +95,13 @@ func (e *Engine) pickCopy(p *ReadPiece, start, skip int) bool {
 	return true
 }
 
+// leastStall returns the working copy of p that would serve a read soonest:
+// least stall first, then fewest reads and writes in progress on its member
+// (as md balances by queue depth, so that a member that runs one command
+// at a time is not sent as many reads as its idle mirror), then the first
+// from start. -1 when no copy works.
 func (e *Engine) leastStall(p *ReadPiece, start, skip int) int {
-	pick, least := -1, maxStall+1
+	pick, least := -1, int64(math.MaxInt64)
 	for k := range p.N {
 		c := (start + k) % p.N
 		if c < 0 {
@@ -104,7 +114,7 @@ func (e *Engine) leastStall(p *ReadPiece, start, skip int) int {
 		if m.isDown.Load() {
 			continue
 		}
-		if s := m.stall(); s < least {
+		if s := int64(m.stall())<<32 | int64(max(m.io.Load(), 0)); s < least {
 			pick, least = c, s
 			if s == 0 {
 				break

@@ -537,3 +537,25 @@ func TestReread(t *testing.T) {
 		assert.Zero(t, e.members[m].io.Load(), "member %d gate left open", m)
 	}
 }
+
+// With no TRIM pending anywhere, a read goes to the copy with fewer reads and
+// writes in progress, whatever the turn: a member that runs one command at a
+// time is not sent as many reads as its idle mirror.
+func TestBeginReadBalancesByQueueDepth(t *testing.T) {
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
+	busy, bwk := newRead(Range{Member: 0, Off: 0, Len: 4096})
+	require.Equal(t, 0, read(t, e, busy, bwk, 0))
+	for turn := range uint32(4) {
+		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		assert.Equal(t, 1, read(t, e, r, wk, turn), "turn %d: member 0 has a read in progress", turn)
+		e.EndRead(r, 0)
+	}
+	e.EndRead(busy, 0)
+	picks := map[int]int{}
+	for turn := range uint32(4) {
+		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		picks[read(t, e, r, wk, turn)]++
+		e.EndRead(r, 0)
+	}
+	assert.Equal(t, map[int]int{0: 2, 1: 2}, picks, "idle copies take turns")
+}
