@@ -2,6 +2,7 @@ package discard
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,13 @@ type Engine struct {
 	heldMu     sync.Mutex
 	heldHead   *Discard
 	held       atomic.Int32
+	// seq numbers pushed pieces across all members (TrimMark).
+	seq atomic.Uint64
+	// failed holds the order numbers failed TRIMs may have covered, as
+	// intervals (at most maxFailed, merged beyond), for Trimmed.
+	failedMu sync.Mutex
+	failed   [][2]uint64
+	anyFail  atomic.Bool
 	closed     atomic.Bool
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
@@ -99,6 +107,7 @@ func (e *Engine) Discard(d *Discard) {
 		tag = d
 	}
 	over := false
+	d.mark = TrimMark{}
 	for _, r := range d.Ranges {
 		m := e.members[r.Member]
 		if m.issuer == nil || r.Len == 0 {
@@ -107,9 +116,15 @@ func (e *Engine) Discard(d *Discard) {
 		if tag != nil {
 			d.left.Add(r.Len)
 		}
-		o, ok := m.push(r, tag)
+		seq, o, ok := m.push(r, tag)
 		if !ok && tag != nil {
 			d.left.Add(-r.Len) // the member failed or the engine closed: nothing to wait for
+		}
+		if ok {
+			if d.mark.first == 0 {
+				d.mark.first = seq
+			}
+			d.mark.last = seq
 		}
 		over = over || o
 	}
@@ -122,6 +137,79 @@ func (e *Engine) Discard(d *Discard) {
 		return
 	}
 	e.hold(d)
+}
+
+// TrimMark says where a discard's pieces stand in the engine's numbering,
+// so that whether they were all trimmed can be asked later, when the
+// Discard itself has been reused (Async discards are acknowledged long
+// before their TRIMs run). The zero TrimMark is a discard that queued
+// nothing.
+type TrimMark struct{ first, last uint64 }
+
+// Mark is d's TrimMark; read it after Discard returns and before d is
+// reused.
+func (d *Discard) Mark() TrimMark { return d.mark }
+
+// Trimmed reports whether every piece the discard marked queued has been
+// trimmed without error: nothing numbered up to it is queued or in flight on
+// any member, and no TRIM failed since it was queued. It can report false
+// for a discard that was trimmed (a failure elsewhere, a piece dropped by
+// Fail or Close), never true for one that was not; a write that cut the
+// discard is the caller's to account for.
+func (e *Engine) Trimmed(t TrimMark) bool {
+	if t.last == 0 {
+		return true
+	}
+	for _, m := range e.members {
+		if m.outstanding.Load() == 0 {
+			continue
+		}
+		m.mu.Lock()
+		s, ok := m.q.Oldest()
+		m.mu.Unlock()
+		if ok && s <= t.last {
+			return false
+		}
+	}
+	// Every piece is done (finish records a failure before it lets its
+	// TRIM go), so the failures that concern it are known.
+	if !e.anyFail.Load() {
+		return true
+	}
+	e.failedMu.Lock()
+	defer e.failedMu.Unlock()
+	for _, f := range e.failed {
+		if f[0] <= t.last && t.first <= f[1] {
+			return false
+		}
+	}
+	return true
+}
+
+// maxFailed bounds the failed intervals kept; beyond it the closest two are
+// merged, which can only make more discards look untrimmed.
+const maxFailed = 64
+
+// failedTrim records that a TRIM covering pieces numbered within seqs
+// failed.
+func (e *Engine) failedTrim(seqs [2]uint64) {
+	e.failedMu.Lock()
+	defer e.failedMu.Unlock()
+	e.anyFail.Store(true)
+	e.failed = append(e.failed, seqs)
+	if len(e.failed) <= maxFailed {
+		return
+	}
+	sort.Slice(e.failed, func(i, j int) bool { return e.failed[i][0] < e.failed[j][0] })
+	gap := func(i int) int64 { return int64(e.failed[i+1][0]) - int64(e.failed[i][1]) }
+	best := 0
+	for i := 1; i+1 < len(e.failed); i++ {
+		if gap(i) < gap(best) {
+			best = i
+		}
+	}
+	e.failed[best][1] = max(e.failed[best][1], e.failed[best+1][1])
+	e.failed = append(e.failed[:best+1], e.failed[best+2:]...)
 }
 
 // syncGuard is added to a Sync discard's byte count while it is being

@@ -559,3 +559,68 @@ func TestBeginReadBalancesByQueueDepth(t *testing.T) {
 	}
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, picks, "idle copies take turns")
 }
+
+// A TrimMark taken when a discard is queued says later whether all its
+// pieces were trimmed, long after an async acknowledgement; a failed TRIM
+// makes every discard queued before it look untrimmed, never the reverse.
+func TestTrimmed(t *testing.T) {
+	f0, f1 := newDrive(nil, true), newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}})
+	mark := func(ranges ...Range) TrimMark {
+		c := make(completer, 1)
+		d := &Discard{Ranges: ranges, Done: c}
+		e.Discard(d)
+		require.NoError(t, c.wait(t))
+		return d.Mark()
+	}
+	a := mark(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+	assert.False(t, e.Trimmed(a), "acknowledged, not trimmed")
+	f0.next(t)
+	f1.next(t)
+	f0.release(t)
+	eventually(t, func() bool { return e.Stats()[0].Completed == 1 })
+	assert.False(t, e.Trimmed(a), "trimmed on one member only")
+	b := mark(Range{Member: 0, Off: 8192, Len: 4096})
+	f1.release(t)
+	eventually(t, func() bool { return e.Stats()[1].Completed == 1 })
+	assert.True(t, e.Trimmed(a))
+	assert.False(t, e.Trimmed(b), "a later discard is not done because an earlier one is")
+
+	f0.err = errors.New("medium error")
+	f0.next(t)
+	f0.release(t)
+	eventually(t, func() bool { return e.Stats()[0].Completed == 2 })
+	assert.False(t, e.Trimmed(b), "its TRIM failed")
+	assert.True(t, e.Trimmed(a), "it was trimmed before the failure")
+	f0.err = nil
+	c := mark(Range{Member: 0, Off: 1 << 20, Len: 4096})
+	f0.next(t)
+	f0.release(t)
+	eventually(t, func() bool { return e.Stats()[0].Completed == 3 })
+	assert.True(t, e.Trimmed(c), "a discard queued after the failure")
+	assert.True(t, e.Trimmed(TrimMark{}), "a discard that queued nothing has nothing left to trim")
+	f0.open()
+	f1.open()
+}
+
+// Beyond maxFailed intervals the closest are merged: every interval stays
+// covered.
+func TestFailedTrimsMerge(t *testing.T) {
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}}})
+	var want [][2]uint64
+	for i := range uint64(3 * maxFailed) {
+		f := [2]uint64{10 * i, 10*i + 3}
+		want = append(want, f)
+		e.failedTrim(f)
+	}
+	assert.LessOrEqual(t, len(e.failed), maxFailed)
+	for _, f := range want {
+		covered := false
+		for _, g := range e.failed {
+			covered = covered || (g[0] <= f[0] && f[1] <= g[1])
+		}
+		assert.True(t, covered, "%v lost", f)
+	}
+	assert.False(t, e.Trimmed(TrimMark{first: 21, last: 22}), "inside a failed TRIM")
+	assert.True(t, e.Trimmed(TrimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
+}

@@ -120,23 +120,26 @@ func (m *member) verify() {
 	verify.Check(m.urgent >= 0, "discard member %d: urgent %d", m.idx, m.urgent)
 }
 
-// push queues r for d (nil for async). It reports whether the member is
-// over its bound afterwards, and false for a member that is closed or down,
-// whose share is dropped.
-func (m *member) push(r Range, d *Discard) (over, ok bool) {
+// push queues r for d (nil for async) and returns its order number in the
+// engine's numbering. It reports whether the member is over its bound
+// afterwards, and false for a member that is closed or down, whose share is
+// dropped.
+func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
 	m.mu.Lock()
 	if m.closed || m.down {
 		m.mu.Unlock()
-		return false, false
+		return 0, false, false
 	}
-	m.q.Push(r.Off, r.Len, d)
+	// Numbered under the member lock, so that each member's numbers grow.
+	seq = m.e.seq.Add(1)
+	m.q.PushAt(r.Off, r.Len, d, seq)
 	m.stats.requests++
 	m.stats.bytes += r.Len
 	m.publish()
 	over = m.q.Len() > m.cfg.MaxQueued
 	m.mu.Unlock()
 	m.wake()
-	return over, true
+	return seq, over, true
 }
 
 // run is the member's lane: it issues TRIMs when the pacing rules allow,
@@ -243,6 +246,7 @@ func (m *member) finish(id int, err error) {
 	m.stats.latency.record(end.Sub(m.startAt[id]))
 	if err != nil {
 		m.stats.errors++
+		m.e.failedTrim(is.Seqs) // no discard with a piece in it counts as trimmed
 	}
 	m.publish()
 	resume := m.unpark()

@@ -103,6 +103,7 @@ type Discard struct {
 	Done Completer
 
 	left atomic.Int64 // Sync: bytes not settled yet
+	mark TrimMark     // where its pieces stand in the engine's numbering
 	mu   sync.Mutex
 	err  error // Sync: first error, guarded by mu
 
