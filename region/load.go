@@ -202,9 +202,34 @@ func geometryFromBlocks(uuid [16]byte, arraySize int64, areas [][]byte) (Geometr
 // trimTail clears the fields past the last region in every image: they
 // describe no region, and the invariants count on them being zero.
 func (m *Map) trimTail() {
-	for r := m.regions; r < m.blocks*RegionsPerBlock; r++ {
-		put(m.mem, r, InSync)
-		put(m.flight, r, InSync)
-		clearBit(m.onDisk, r)
+	clearFrom(m.mem, m.regions*bitsPerRegion)
+	clearFrom(m.flight, m.regions*bitsPerRegion)
+	clearFrom(m.onDisk, m.regions)
+}
+
+// clearFrom clears every bit of img from bit index from on.
+func clearFrom(img []uint64, from int) {
+	w := from >> 6
+	if w >= len(img) {
+		return
 	}
+	img[w] &= 1<<(uint(from)&63) - 1
+	clear(img[w+1:])
+}
+
+// zeroFrom reports whether every bit of img from bit index from on is zero.
+func zeroFrom(img []uint64, from int) bool {
+	w := from >> 6
+	if w >= len(img) {
+		return true
+	}
+	if img[w]&^(1<<(uint(from)&63)-1) != 0 {
+		return false
+	}
+	for _, x := range img[w+1:] {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }

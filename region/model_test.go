@@ -107,7 +107,7 @@ type world struct {
 func TestModelMap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		w := newWorld(t)
-		steps := rapid.IntRange(1, 120).Draw(t, "steps")
+		steps := rapid.IntRange(20, 200).Draw(t, "steps")
 		for range steps {
 			w.step()
 		}
@@ -124,8 +124,8 @@ var actions = func() []string {
 		{"begin", 6}, {"issue", 5}, {"end", 5},
 		{"discard", 3}, {"discardDone", 4}, {"poll", 1},
 		{"flush", 4}, {"writeBlock", 3}, {"flushed", 4}, {"flushFailed", 1},
-		{"clean", 3}, {"fail", 1}, {"return", 1}, {"resync", 2},
-		{"crash", 1}, {"cursor", 1},
+		{"clean", 4}, {"fail", 2}, {"return", 2}, {"resync", 2},
+		{"crash", 2}, {"cursor", 1},
 	}
 	var out []string
 	for _, w := range weights {
@@ -621,7 +621,8 @@ func (w *world) tear(j, i int) {
 
 func (w *world) clean() {
 	t := w.t
-	w.now += time.Duration(rapid.IntRange(0, 35).Draw(t, "elapsed"))
+	// Mostly short steps, so that many calls fall within an epoch.
+	w.now += time.Duration(rapid.SampledFrom([]int{0, 1, 2, 3, 5, 8, 13, 21, 34}).Draw(t, "elapsed"))
 	idle := w.idle
 	if rapid.IntRange(0, 4).Draw(t, "cleanNow") == 0 {
 		idle = 0 // as a stop does
@@ -868,7 +869,7 @@ func (w *world) check() {
 		}
 	}
 	if w.small {
-		// What a crash now would find.
+		// What a crash now would find, with and without the stale member.
 		var present [][]byte
 		for j, d := range w.disks {
 			if j != w.away {
@@ -877,6 +878,11 @@ func (w *world) check() {
 		}
 		if m, _, err := Load(testUUID, w.g.ArraySize, present); err == nil {
 			w.checkLoaded(m, "disk")
+		}
+		if w.away >= 0 {
+			if m, _, err := Load(testUUID, w.g.ArraySize, w.disks); err == nil {
+				w.checkLoaded(m, "disk with the stale member")
+			}
 		}
 	}
 }

@@ -48,10 +48,9 @@ func (m *Map) Verify() error {
 			return fmt.Errorf("region %d: a write waits, but block %d is neither in flight with it dirty nor urgent", r, b)
 		}
 	}
-	for r := m.regions; r < m.blocks*RegionsPerBlock; r++ {
-		if get(m.mem, r) != InSync || get(m.flight, r) != InSync || testBit(m.onDisk, r) || testBit(m.resync, r) || testBit(m.queued, r) {
-			return fmt.Errorf("field of region %d, past the last, is not zero", r)
-		}
+	if !zeroFrom(m.mem, m.regions*bitsPerRegion) || !zeroFrom(m.flight, m.regions*bitsPerRegion) ||
+		!zeroFrom(m.onDisk, m.regions) || !zeroFrom(m.resync, m.regions) || !zeroFrom(m.queued, m.regions) {
+		return fmt.Errorf("fields past the last region (%d) are not zero", m.regions)
 	}
 	if counts != m.counts {
 		return fmt.Errorf("state counts %v, regions say %v", m.counts, counts)
