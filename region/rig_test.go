@@ -1,13 +1,16 @@
 package region
 
-import (
-	"testing"
-)
+// tb is what the rig needs of a test, met by both *testing.T and
+// *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
 
 // rig is a map and the map areas of its members, for directed tests: every
 // flush it makes is written to every area and completed at once.
 type rig struct {
-	t     testing.TB
+	t     tb
 	m     *Map
 	areas [][]byte
 }
@@ -16,7 +19,7 @@ func geom(regions int) Geometry {
 	return Geometry{ArrayUUID: testUUID, ArraySize: int64(regions) << 12, RegionSize: 1 << 12}
 }
 
-func newRig(t testing.TB, g Geometry, initial State, members int) *rig {
+func newRig(t tb, g Geometry, initial State, members int) *rig {
 	t.Helper()
 	m, err := New(g, initial)
 	if err != nil {
