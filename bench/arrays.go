@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"uraid/mapping"
 	"uraid/raid"
 )
 
@@ -15,23 +16,23 @@ import (
 type System struct {
 	Name    string // "md-raid10", "uraid-raid10-async"
 	MD      bool
-	Level   string // "0" or "10"
-	Discard string // uraid's --discard: "sync" or "async"
+	Level   mapping.Level // RAID0 or RAID10
+	Discard string        // uraid's --discard: "sync" or "async"
 }
 
-func mdSystem(level string) System {
-	return System{Name: "md-raid" + level, MD: true, Level: level}
+func mdSystem(level mapping.Level) System {
+	return System{Name: "md-" + level.String(), MD: true, Level: level}
 }
 
-func uraidSystem(level, mode string) System {
-	return System{Name: "uraid-raid" + level + "-" + mode, Level: level, Discard: mode}
+func uraidSystem(level mapping.Level, mode string) System {
+	return System{Name: "uraid-" + level.String() + "-" + mode, Level: level, Discard: mode}
 }
 
 // Systems lists the arrays for the given levels: md, uraid sync, uraid
 // async, in that order per level. A quick run leaves out uraid sync: every
 // array costs seconds to set up under emulation, and async is the mode the
 // targets are about.
-func Systems(levels []string, quick bool) []System {
+func Systems(levels []mapping.Level, quick bool) []System {
 	var s []System
 	for _, l := range levels {
 		s = append(s, mdSystem(l))
@@ -63,7 +64,7 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if sys.MD {
-		args := append([]string{"--create", mdDevice, "--run", "--assume-clean", "--level=" + sys.Level,
+		args := append([]string{"--create", mdDevice, "--run", "--assume-clean", "--level=" + sys.Level.ShortName(),
 			fmt.Sprintf("--raid-devices=%d", len(members)), "--chunk=512", "--metadata=1.2", "--homehost=any"}, members...)
 		if _, err := run(ctx, "mdadm", args...); err != nil {
 			return nil, err
@@ -88,7 +89,7 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 // createArgs are uraid create's arguments for sys over members, whose
 // simulated drives are drives.
 func createArgs(sys System, members []string, drives []Drive) []string {
-	args := []string{"create", arrayName, "--level", sys.Level, "--chunk", chunk, "--discard", sys.Discard, "--force"}
+	args := []string{"create", arrayName, "--level", sys.Level.ShortName(), "--chunk", chunk, "--discard", sys.Discard, "--force"}
 	var exclusive []string
 	for i, d := range drives {
 		if d.Exclusive {

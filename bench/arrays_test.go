@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"uraid/mapping"
 )
 
 func TestCleanPath(t *testing.T) {
@@ -26,23 +28,23 @@ func TestSystems(t *testing.T) {
 		return n
 	}
 	assert.Equal(t, []string{"md-raid0", "uraid-raid0-sync", "uraid-raid0-async", "md-raid10", "uraid-raid10-sync", "uraid-raid10-async"},
-		names(Systems([]string{"0", "10"}, false)))
-	assert.Equal(t, []string{"md-raid10", "uraid-raid10-async"}, names(Systems([]string{"10"}, true)))
-	for _, s := range Systems([]string{"0", "10"}, false) {
+		names(Systems([]mapping.Level{mapping.RAID0, mapping.RAID10}, false)))
+	assert.Equal(t, []string{"md-raid10", "uraid-raid10-async"}, names(Systems([]mapping.Level{mapping.RAID10}, true)))
+	for _, s := range Systems([]mapping.Level{mapping.RAID0, mapping.RAID10}, false) {
 		if s.MD {
 			l, ok := mdLevel(s.Name)
 			assert.True(t, ok)
-			assert.Equal(t, "raid"+s.Level, l)
+			assert.Equal(t, s.Level.String(), l)
 		} else {
 			l, ok := uraidLevel(s.Name)
 			assert.True(t, ok)
-			assert.Equal(t, "raid"+s.Level, l, "uraid and md of a level must pair up in Ratios")
+			assert.Equal(t, s.Level.String(), l, "uraid and md of a level must pair up in Ratios")
 		}
 	}
 }
 
 func TestCreateArgs(t *testing.T) {
-	sys := uraidSystem("10", "async")
+	sys := uraidSystem(mapping.RAID10, "async")
 	ms := []string{"/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"}
 	assert.Equal(t, []string{"create", "bench", "--level", "10", "--chunk", "512K", "--discard", "async", "--force",
 		"--trim-exclusive", "/dev/ublkb0", "/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"},

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	ublkdiscard "uraid/ublk/blkdiscard"
+	ublkdiscard "uraid/internal/blkdiscard"
 )
 
 const mountPoint = "/tmp/bench-mnt"

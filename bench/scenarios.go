@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"uraid/mapping"
 )
 
 // Scenario is one benchmark: it measures every system it is about.
@@ -37,11 +39,11 @@ func (r *Runner) scale(full, quick int) int {
 
 // levels are the RAID levels measured: RAID10 alone in a quick run, whose
 // every array costs seconds to set up under emulation.
-func (r *Runner) levels() []string {
+func (r *Runner) levels() []mapping.Level {
 	if r.cfg.Quick {
-		return []string{"10"}
+		return []mapping.Level{mapping.RAID10}
 	}
-	return []string{"0", "10"}
+	return []mapping.Level{mapping.RAID0, mapping.RAID10}
 }
 
 func (r *Runner) dur(full, quick time.Duration) time.Duration {
@@ -289,7 +291,7 @@ func (r *Runner) slowMember() error {
 	n, size := r.scale(120, 20), 256<<10
 	rt := r.dur(8*time.Second, 4*time.Second)
 	drives := append([]Drive{SlowDrive}, same(Fast, 3)...)
-	for _, sys := range Systems([]string{"10"}, r.cfg.Quick) {
+	for _, sys := range Systems([]mapping.Level{mapping.RAID10}, r.cfg.Quick) {
 		err := r.withArray(sys, drives, func(a *array) error {
 			if err := mkfs(a.dev); err != nil {
 				return err

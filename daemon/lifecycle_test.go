@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/uapi"
+	"uraid/mapping"
 	"uraid/raid"
 	"uraid/ublk"
 )
@@ -93,7 +94,7 @@ func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 	useRunDir(t)
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "life", Level: raid.LevelRAID1, Size: 8 << 20, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "life", Level: mapping.RAID1, Size: 8 << 20, Members: paths})
 	require.NoError(t, err)
 	cfg.Options = raid.Options{Queues: 1, Depth: 4}
 	a, err := raid.NewArray(ms, sbs, cfg.Options)

@@ -27,6 +27,19 @@ func benchDev(b *testing.B, cfg simssd.Config) *simssd.Device {
 	return d
 }
 
+// chanWaiter is a Waiter that reports on a channel.
+type chanWaiter chan struct{}
+
+func (c chanWaiter) Resume() { c <- struct{}{} }
+
+// sim is a simulated drive as a member's Issuer.
+func sim(d *simssd.Device) Issuer { return Blocking(d.Discard, nil) }
+
+// chanDone is a Completer that reports on a channel.
+type chanDone chan error
+
+func (c chanDone) Done(err error) { c <- err }
+
 func benchEngine(b *testing.B, cfg Config) *Engine {
 	b.Helper()
 	e, err := New(cfg)
@@ -44,18 +57,18 @@ func BenchmarkFanOut(b *testing.B) {
 	const lat = 10 * time.Millisecond
 	var members []Member
 	for range 4 {
-		members = append(members, Member{Issuer: benchDev(b, simssd.Config{TrimLatency: lat}), InFlight: InFlightNVMe})
+		members = append(members, Member{Issuer: sim(benchDev(b, simssd.Config{TrimLatency: lat})), InFlight: InFlightNVMe})
 	}
 	e := benchEngine(b, Config{Mode: Sync, Members: members})
-	ranges := make([]Range, 4)
-	done := make(chan error, 1)
+	done := make(chanDone, 1)
+	d := &Discard{Ranges: make([]Range, 4), Done: done}
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
-		for m := range ranges {
-			ranges[m] = Range{Member: m, Off: int64(i) << 20, Len: 1 << 20}
+		for m := range d.Ranges {
+			d.Ranges[m] = Range{Member: m, Off: int64(i) << 20, Len: 1 << 20}
 		}
-		e.Discard(ranges, func(err error) { done <- err })
+		e.Discard(d)
 		if err := <-done; err != nil {
 			b.Fatal(err)
 		}
@@ -86,16 +99,20 @@ func BenchmarkReadP99UnderTrims(b *testing.B) {
 			benchDev(b, simssd.Config{ReadLatency: readLat}),
 		}
 		members := []Member{
-			{Issuer: devs[0], InFlight: InFlightSATA, YieldToIO: steer, MaxQueued: 64},
-			{Issuer: devs[1], InFlight: InFlightNVMe, MaxQueued: 64},
-			{Issuer: devs[2]}, {Issuer: devs[3]},
+			{Issuer: sim(devs[0]), InFlight: InFlightSATA, YieldToIO: steer, MaxQueued: 64},
+			{Issuer: sim(devs[1]), InFlight: InFlightNVMe, MaxQueued: 64},
+			{Issuer: sim(devs[2])}, {Issuer: sim(devs[3])},
 		}
 		e := benchEngine(b, Config{Mode: Async, Members: members})
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		if trims {
 			wg.Go(func() {
+				// Discards are acknowledged once queued, or held while member
+				// 0's queue is over its bound, as a block device's requests.
 				rng := rand.New(rand.NewPCG(1, 2))
+				done := make(chanDone, 1)
+				d := &Discard{Ranges: make([]Range, 2), Done: done}
 				for {
 					select {
 					case <-stop:
@@ -103,38 +120,43 @@ func BenchmarkReadP99UnderTrims(b *testing.B) {
 					default:
 					}
 					off := rng.Int64N(1<<30) &^ (64<<10 - 1)
-					e.Discard([]Range{{Member: 0, Off: off, Len: 64 << 10}, {Member: 1, Off: off, Len: 64 << 10}}, func(error) {})
+					d.Ranges[0] = Range{Member: 0, Off: off, Len: 64 << 10}
+					d.Ranges[1] = Range{Member: 1, Off: off, Len: 64 << 10}
+					e.Discard(d)
+					<-done
 				}
 			})
-			for !e.Busy(0) {
+			for e.Stats()[0].InFlight == 0 {
 				time.Sleep(time.Millisecond)
 			}
 		}
 		rng := rand.New(rand.NewPCG(3, 4))
 		buf := make([]byte, 4096)
 		lat := make([]time.Duration, 0, reads)
-		for range reads {
+		resumed := make(chanWaiter, 1)
+		r := &Read{Ticket: Ticket{Waiter: resumed}}
+		for i := range reads {
 			pair := rng.IntN(2)
 			m := rng.IntN(2)
+			off := rng.Int64N(1<<30) &^ 4095
+			r.Reset()
 			if steer {
-				copies := [2]int{2 * pair, 2*pair + 1}
-				m = e.Steer(copies[:], m)
-				if e.StartIO(m) && members[m].YieldToIO {
-					// A TRIM started between Steer and StartIO.
-					e.EndIO(m)
-					m = e.Steer(copies[:], m+1)
-					e.StartIO(m)
-				}
+				// The array's way: the engine picks the copy.
+				r.Add(Range{Member: 2 * pair, Off: off, Len: 4096}, Range{Member: 2*pair + 1, Off: off, Len: 4096})
 			} else {
-				m += 2 * pair
-				e.StartIO(m)
+				// md's way: any mirror, regardless of its TRIMs.
+				r.Add(Range{Member: 2*pair + m, Off: off, Len: 4096})
 			}
 			start := time.Now()
-			if _, err := devs[m].ReadAt(buf, rng.Int64N(1<<30)&^4095); err != nil {
+			for !e.BeginRead(r, uint32(i)) {
+				<-resumed
+			}
+			m = r.Pieces[0].Pick().Member
+			if _, err := devs[m].ReadAt(buf, off); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(start))
-			e.EndIO(m)
+			e.EndRead(r, 0)
 		}
 		close(stop)
 		wg.Wait()
@@ -192,10 +214,14 @@ func BenchmarkBackToBack(b *testing.B) {
 		var ack atomic.Int64
 		for range b.N {
 			d := benchDev(b, cfg)
-			e := benchEngine(b, Config{Mode: Async, Members: []Member{{Issuer: d, MinGap: cfg.BackToBackWindow}}})
+			e := benchEngine(b, Config{Mode: Async, Members: []Member{{Issuer: sim(d), MinGap: cfg.BackToBackWindow}}})
+			done := make(chanDone, 1)
+			dc := &Discard{Ranges: make([]Range, 1), Done: done}
 			start := time.Now()
 			for _, o := range offs {
-				e.Discard([]Range{{Off: o, Len: 4096}}, func(error) {})
+				dc.Ranges[0] = Range{Off: o, Len: 4096}
+				e.Discard(dc)
+				<-done
 			}
 			ack.Add(int64(time.Since(start)))
 			e.Drain()
@@ -228,18 +254,18 @@ func BenchmarkOneSlowMember(b *testing.B) {
 					if m == 0 {
 						lat = slow
 					}
-					members = append(members, Member{Issuer: benchDev(b, simssd.Config{TrimLatency: lat}), InFlight: InFlightSATA})
+					members = append(members, Member{Issuer: sim(benchDev(b, simssd.Config{TrimLatency: lat})), InFlight: InFlightSATA})
 				}
 				e := benchEngine(b, Config{Mode: mode, Members: members})
-				done := make(chan error, 1)
+				done := make(chanDone, 1)
+				d := &Discard{Ranges: make([]Range, 4), Done: done}
 				start := time.Now()
 				for i := range discards {
-					ranges := make([]Range, 4)
-					for m := range ranges {
-						ranges[m] = Range{Member: m, Off: int64(i) << 21, Len: 1 << 20}
+					for m := range d.Ranges {
+						d.Ranges[m] = Range{Member: m, Off: int64(i) << 21, Len: 1 << 20}
 					}
 					t0 := time.Now()
-					e.Discard(ranges, func(err error) { done <- err })
+					e.Discard(d)
 					if err := <-done; err != nil {
 						b.Fatal(err)
 					}

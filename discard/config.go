@@ -3,14 +3,9 @@ package discard
 import (
 	"fmt"
 	"time"
-)
 
-// Issuer trims one member. Discard blocks until the device has done the
-// TRIM (or failed it); the engine calls it from at most InFlight goroutines
-// of that member at once, never with an empty range.
-type Issuer interface {
-	Discard(off, n int64) error
-}
+	"uraid/internal/clock"
+)
 
 // Mode says when a discard is acknowledged.
 type Mode int
@@ -49,10 +44,11 @@ const (
 // Member configures how one member is trimmed.
 type Member struct {
 	// Issuer trims the member; nil means the member does not discard and
-	// its ranges are acknowledged without doing anything.
+	// its ranges are acknowledged without doing anything. The engine
+	// closes it.
 	Issuer Issuer
 
-	// InFlight is how many TRIMs the member runs at once (0: 1).
+	// InFlight is how many TRIMs the member has outstanding at once (0: 1).
 	InFlight int
 	// MaxLen is the longest single TRIM in bytes, the device's
 	// max_discard_bytes (0: no limit), rounded down to whole granules.
@@ -63,9 +59,13 @@ type Member struct {
 	// inward); the engine then keeps every TRIM to it, including what is
 	// left of a piece after a write cut it.
 	Granularity int64
-	// MaxQueued is how many queued pieces make Discard block until the
-	// member catches up (0: DefaultMaxQueued). Touching async pieces merge
-	// and count once.
+	// MaxQueued bounds the member's queue (0: DefaultMaxQueued pieces;
+	// touching async pieces merge and count once). An async discard that
+	// leaves a member above it is acknowledged only once the member is back
+	// within it: the caller's request slot stays held, which is the
+	// backpressure a block device obeys. Pieces are always accepted, so the
+	// queue never holds more than MaxQueued plus the pieces of the
+	// discards being held back.
 	MaxQueued int
 
 	// MinGap is the least time between the end of one TRIM and the start
@@ -74,9 +74,9 @@ type Member struct {
 	MinGap time.Duration
 
 	// YieldToIO holds TRIMs back while the member has reads or writes in
-	// progress (see Engine.StartIO), for drives whose TRIM stalls other
-	// commands. MaxDefer bounds the hold so that TRIMs still progress under
-	// constant load (0: DefaultMaxDefer).
+	// progress (admitted and not yet ended), for drives whose TRIM stalls
+	// other commands. MaxDefer bounds the hold so that TRIMs still progress
+	// under constant load (0: DefaultMaxDefer).
 	YieldToIO bool
 	MaxDefer  time.Duration
 }
@@ -87,9 +87,13 @@ type Config struct {
 	Members []Member
 
 	// OnError, if set, hears of every failed TRIM, from the member's
-	// worker goroutine with no lock held. In Async mode it is the only
+	// lane goroutine with no lock held. In Async mode it is the only
 	// place a TRIM error shows besides Stats.
 	OnError func(r Range, err error)
+
+	// Clock paces MinGap and MaxDefer (nil: the wall clock). Tests inject
+	// a manual or virtual one.
+	Clock clock.Clock
 }
 
 func (c *Config) check() error {

@@ -13,22 +13,35 @@
 // goroutines, no clock and no syscalls and is tested against a byte-level
 // model.
 //
-// Engine is the issuing half: per member, InFlight worker goroutines pull
-// TRIMs from the Queue and call the member's Issuer. Members never wait for
-// one another. In Sync mode a discard is acknowledged when every member is
-// done; in Async mode as soon as it is queued, and a full queue blocks the
-// caller (backpressure, not loss).
+// Engine is the issuing half: per member, one lane goroutine takes TRIMs
+// from the Queue and starts them on the member's Issuer, at most InFlight
+// outstanding (RingIssuer: SQEs on an io_uring of the lane's own). Members
+// never wait for one another. In Sync mode a discard is acknowledged when
+// every member is done; in Async mode as soon as it is queued, except that
+// a member over MaxQueued holds the acknowledgement back until it has
+// caught up (backpressure, not loss, and never a blocked caller).
+//
+// # The way in
+//
+// The array admits every request through the engine, which keeps the rules
+// itself: BeginRead (and Reread after a failed read) for reads, BeginWrite
+// for writes, Discard for discards, Fail for a member that failed. None of
+// them blocks. A read or write that must wait for a TRIM is parked and its
+// Waiter resumed when it may try again; a ublk queue resumes it on its own
+// goroutine.
 //
 // # Guarantees
 //
 //   - A TRIM covers only bytes some queued discard asked for: merging joins
 //     only pieces that touch, and cutting never extends.
-//   - A write never loses to a discard acknowledged before it: WaitWrite
-//     removes the write's range from queued discards and waits for TRIMs in
-//     flight over it before the write goes to the member.
-//   - Reads agree across copies: WaitRead holds a read of a range until no
-//     copy has a discard pending over it, and serves those TRIMs first (see
-//     WaitRead for why this rule).
+//   - A write never loses to a discard acknowledged before it: BeginWrite
+//     removes the write's range from queued discards and parks the write
+//     while a TRIM in flight overlaps it.
+//   - Reads agree across copies: BeginRead parks a read of a range while
+//     any copy has a discard pending over it, and serves those TRIMs first
+//     (see BeginRead for why this rule).
+//   - No caller blocks: Discard, BeginRead and BeginWrite take a member lock
+//     for a few list operations and return.
 //   - No piece starves: the oldest queued piece is always in the next TRIM,
 //     and the I/O gate holds a TRIM back at most MaxDefer.
 //   - A crash loses at most queued TRIMs, never data. A discard promises
@@ -48,8 +61,10 @@
 //
 // # Concurrency
 //
-// Every Engine method is safe for concurrent use. Completion callbacks and
-// OnError run on engine goroutines without engine locks held. Close stops
-// every goroutine the engine started and waits for them. A Queue is not safe
-// for concurrent use.
+// Every Engine method is safe for concurrent use; a Read, Write or Discard
+// belongs to one request at a time. Completers, Waiters and OnError run on
+// engine goroutines (or the caller's) without engine locks held. Close
+// stops every goroutine the engine started and waits for them. A Queue is
+// not safe for concurrent use. With URAID_VERIFY=1 every change of a
+// member's state checks its invariants and panics on the first violation.
 package discard

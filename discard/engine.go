@@ -2,38 +2,66 @@ package discard
 
 import (
 	"fmt"
+	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"uraid/internal/clock"
+	"uraid/internal/verify"
 )
 
-// Engine queues, merges, paces and issues the discards of one array. See the
-// package documentation for the rules it keeps.
+// Engine queues, merges, paces and issues the discards of one array, and
+// admits the array's reads and writes around them. See the package
+// documentation for the rules it keeps.
 type Engine struct {
 	mode    Mode
 	members []*member
 	onError func(Range, error)
+	clock   clock.Clock
 
-	quit      chan struct{} // closed by Close: workers stop waiting
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	// heldMu guards the list of async discards whose acknowledgement waits
+	// for a member to come back within MaxQueued; held counts them so that
+	// lanes skip the lock when none waits. Never taken with a member lock.
+	heldMu     sync.Mutex
+	heldHead   *Discard
+	held       atomic.Int32
+	// seq numbers pushed pieces across all members (TrimMark).
+	seq atomic.Uint64
+	// failed holds the order numbers failed TRIMs may have covered, as
+	// intervals (at most maxFailed, merged beyond), for Trimmed.
+	failedMu sync.Mutex
+	failed   [][2]uint64
+	anyFail  atomic.Bool
+	closed     atomic.Bool
+	wg         sync.WaitGroup
+	closeOnce  sync.Once
+	closeError error
 }
 
-// New starts an engine: InFlight worker goroutines per member that
-// discards, owned by the engine and stopped by Close.
+// New starts an engine: one lane goroutine per member that discards, owned
+// by the engine and stopped by Close. The engine owns the members' Issuers
+// from now on, and closes them, even when New fails.
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.check(); err != nil {
+		for _, m := range cfg.Members {
+			if m.Issuer != nil {
+				m.Issuer.Close()
+			}
+		}
 		return nil, fmt.Errorf("discard engine: %w", err)
 	}
-	e := &Engine{mode: cfg.Mode, onError: cfg.OnError, quit: make(chan struct{})}
+	e := &Engine{mode: cfg.Mode, onError: cfg.OnError, clock: cfg.Clock}
+	if e.clock == nil {
+		e.clock = clock.Real{}
+	}
 	for i, mc := range cfg.Members {
-		e.members = append(e.members, newMember(i, mc))
+		e.members = append(e.members, newMember(e, i, mc))
 	}
 	for _, m := range e.members {
-		if m.issuer == nil {
-			continue
-		}
-		for range m.cfg.InFlight {
+		if m.issuer != nil {
 			e.wg.Add(1)
-			go m.work(e)
+			go m.run()
 		}
 	}
 	return e, nil
@@ -42,61 +70,215 @@ func New(cfg Config) (*Engine, error) {
 // Mode is the acknowledgement mode the engine was built with.
 func (e *Engine) Mode() Mode { return e.mode }
 
-// Discard queues ranges, the per-member pieces of one array discard, on
-// every member they name at once, and calls done exactly once: in Sync mode
-// when every piece is trimmed (with the first error), in Async mode as soon
-// as every piece is queued. done may run before Discard returns; otherwise
-// it runs on a worker, or on the goroutine of the WaitWrite or Close that
-// settled the last bytes. It must not block for long.
+// Members is the number of members the engine was built with.
+func (e *Engine) Members() int { return len(e.members) }
+
+// Discard queues d's ranges, the per-member pieces of one array discard, on
+// every member they name at once, and tells d.Done exactly once: in Sync
+// mode when every piece is trimmed (with the first error), in Async mode
+// as soon as every piece is queued and no member it touched holds more
+// than MaxQueued pieces. It never blocks: a discard held back by a full
+// member keeps its caller's request slot, and that is the backpressure.
+// Done may run before Discard returns, or later on a lane goroutine (or on
+// the goroutine of the BeginWrite or Fail that settled its last bytes).
 //
-// When a member's queue is full Discard blocks until it has room: that
-// backpressure is what bounds memory and tells the kernel to slow down.
-// Ranges of a member without an Issuer, and empty ranges, are skipped. An
-// invalid range fails the whole discard before anything is queued.
-func (e *Engine) Discard(ranges []Range, done func(error)) {
-	var total int64
-	for _, r := range ranges {
+// Ranges of a member without an Issuer or that failed, and empty ranges,
+// are skipped. An invalid range fails the whole discard before anything is
+// queued. d belongs to the engine until Done is called.
+func (e *Engine) Discard(d *Discard) {
+	d.finished.Store(false)
+	any := false
+	for _, r := range d.Ranges {
 		if err := r.check(len(e.members)); err != nil {
-			done(err)
+			d.finish(err)
 			return
 		}
-		if e.members[r.Member].issuer != nil {
-			total += r.Len
-		}
+		any = any || (r.Len > 0 && e.members[r.Member].issuer != nil)
 	}
-	if total == 0 {
-		done(nil)
+	if !any || e.closed.Load() {
+		d.finish(nil) // nothing to trim, or nothing will be: a discard is advisory
 		return
 	}
-	var j *join
+	var tag *Discard
 	if e.mode == Sync {
-		j = newJoin(total, done)
+		// The guard keeps pieces that finish while others are still being
+		// queued from completing the discard early.
+		d.left.Store(syncGuard)
+		tag = d
 	}
-	var queued int64
-	for _, r := range ranges {
+	over := false
+	d.mark = TrimMark{}
+	for _, r := range d.Ranges {
 		m := e.members[r.Member]
 		if m.issuer == nil || r.Len == 0 {
 			continue
 		}
-		if !m.push(r, j) {
-			if j != nil {
-				j.settle(total-queued, ErrClosed)
-			} else {
-				done(ErrClosed)
-			}
-			return
+		if tag != nil {
+			d.left.Add(r.Len)
 		}
-		queued += r.Len
+		seq, o, ok := m.push(r, tag)
+		if !ok && tag != nil {
+			d.left.Add(-r.Len) // the member failed or the engine closed: nothing to wait for
+		}
+		if ok {
+			if d.mark.first == 0 {
+				d.mark.first = seq
+			}
+			d.mark.last = seq
+		}
+		over = over || o
 	}
-	if j == nil {
-		done(nil)
+	if tag != nil {
+		d.settle(syncGuard, nil)
+		return
+	}
+	if !over {
+		d.finish(nil)
+		return
+	}
+	e.hold(d)
+}
+
+// TrimMark says where a discard's pieces stand in the engine's numbering,
+// so that whether they were all trimmed can be asked later, when the
+// Discard itself has been reused (Async discards are acknowledged long
+// before their TRIMs run). The zero TrimMark is a discard that queued
+// nothing.
+type TrimMark struct{ first, last uint64 }
+
+// Mark is d's TrimMark; read it after Discard returns and before d is
+// reused.
+func (d *Discard) Mark() TrimMark { return d.mark }
+
+// Trimmed reports whether every piece the discard marked queued has been
+// trimmed without error: nothing numbered up to it is queued or in flight on
+// any member, and no TRIM failed since it was queued. It can report false
+// for a discard that was trimmed (a failure elsewhere, a piece dropped by
+// Fail or Close), never true for one that was not; a write that cut the
+// discard is the caller's to account for.
+func (e *Engine) Trimmed(t TrimMark) bool {
+	if t.last == 0 {
+		return true
+	}
+	for _, m := range e.members {
+		if m.outstanding.Load() == 0 {
+			continue
+		}
+		m.mu.Lock()
+		s, ok := m.q.Oldest()
+		m.mu.Unlock()
+		if ok && s <= t.last {
+			return false
+		}
+	}
+	// Every piece is done (finish records a failure before it lets its
+	// TRIM go), so the failures that concern it are known.
+	if !e.anyFail.Load() {
+		return true
+	}
+	e.failedMu.Lock()
+	defer e.failedMu.Unlock()
+	for _, f := range e.failed {
+		if f[0] <= t.last && t.first <= f[1] {
+			return false
+		}
+	}
+	return true
+}
+
+// maxFailed bounds the failed intervals kept; beyond it the closest two are
+// merged, which can only make more discards look untrimmed.
+const maxFailed = 64
+
+// failedTrim records that a TRIM covering pieces numbered within seqs
+// failed.
+func (e *Engine) failedTrim(seqs [2]uint64) {
+	e.failedMu.Lock()
+	defer e.failedMu.Unlock()
+	e.anyFail.Store(true)
+	e.failed = append(e.failed, seqs)
+	if len(e.failed) <= maxFailed {
+		return
+	}
+	sort.Slice(e.failed, func(i, j int) bool { return e.failed[i][0] < e.failed[j][0] })
+	gap := func(i int) int64 { return int64(e.failed[i+1][0]) - int64(e.failed[i][1]) }
+	best := 0
+	for i := 1; i+1 < len(e.failed); i++ {
+		if gap(i) < gap(best) {
+			best = i
+		}
+	}
+	e.failed[best][1] = max(e.failed[best][1], e.failed[best+1][1])
+	e.failed = append(e.failed[:best+1], e.failed[best+2:]...)
+}
+
+// syncGuard is added to a Sync discard's byte count while it is being
+// queued.
+const syncGuard = 1 << 62
+
+// hold puts an async discard on the held list until every member it touched
+// is within its bound again.
+func (e *Engine) hold(d *Discard) {
+	e.heldMu.Lock()
+	d.nextHeld = e.heldHead
+	e.heldHead = d
+	e.held.Add(1)
+	e.heldMu.Unlock()
+	// A lane that emptied its queue before d was on the list did not see
+	// it: look once more, or d could wait for a TRIM that never comes.
+	e.releaseHeld()
+}
+
+// fits reports whether every member d touched is within its bound.
+func (e *Engine) fits(d *Discard) bool {
+	if e.closed.Load() {
+		return true
+	}
+	for _, r := range d.Ranges {
+		m := e.members[r.Member]
+		if m.issuer != nil && r.Len > 0 && !m.isDown.Load() && m.queued.Load() > int64(m.cfg.MaxQueued) {
+			return false
+		}
+	}
+	return true
+}
+
+// releaseHeld acknowledges every held discard whose members are within their
+// bounds. No member lock may be held.
+func (e *Engine) releaseHeld() {
+	var out *Discard
+	e.heldMu.Lock()
+	for p := &e.heldHead; *p != nil; {
+		d := *p
+		if e.fits(d) {
+			*p = d.nextHeld
+			d.nextHeld = out
+			out = d
+			e.held.Add(-1)
+			continue
+		}
+		p = &d.nextHeld
+	}
+	if verify.On {
+		n := int32(0)
+		for d := e.heldHead; d != nil; d = d.nextHeld {
+			n++
+		}
+		verify.Check(n == e.held.Load(), "discard engine: %d discards held, count says %d", n, e.held.Load())
+	}
+	e.heldMu.Unlock()
+	for out != nil {
+		next := out.nextHeld
+		out.nextHeld = nil
+		out.finish(nil)
+		out = next
 	}
 }
 
 // Drain waits until every discard queued before the call has been trimmed
-// (or dropped by Close). It lifts the I/O gate on every member while it
-// waits, but keeps MinGap: a stop or a consistency check must not be held
-// back by I/O, and the device's penalty would only make it slower.
+// (or dropped by Close or Fail). It lifts the I/O gate on every member
+// while it waits, but keeps MinGap: a stop or a consistency check must not
+// be held back by I/O, and the device's penalty would only make it slower.
 func (e *Engine) Drain() {
 	marks := make([]uint64, len(e.members))
 	for i, m := range e.members {
@@ -108,7 +290,7 @@ func (e *Engine) Drain() {
 	}
 	for i, m := range e.members {
 		m.mu.Lock()
-		for {
+		for !m.closed {
 			s, ok := m.q.Oldest()
 			if !ok || s > marks[i] {
 				break
@@ -120,28 +302,70 @@ func (e *Engine) Drain() {
 	}
 }
 
+// Fail takes member i out of service after an I/O error: its queued
+// discards are dropped (a failed member's contents no longer matter), no
+// TRIM starts there any more, and reads are no longer steered to it. TRIMs
+// in flight finish. Requests parked on the member are resumed.
+func (e *Engine) Fail(i int) {
+	if i < 0 || i >= len(e.members) {
+		return
+	}
+	m := e.members[i]
+	m.isDown.Store(true)
+	m.mu.Lock()
+	m.down = true
+	parts := m.q.Drop(nil)
+	m.publish()
+	resume := m.unpark()
+	m.cond.Broadcast()
+	m.mu.Unlock()
+	m.wake()
+	for _, p := range parts {
+		p.Tag.settle(p.Bytes, nil)
+	}
+	resumeAll(resume)
+	if e.held.Load() > 0 {
+		e.releaseHeld()
+	}
+}
+
 // Close stops the engine: queued discards are dropped (Sync callers get
 // ErrClosed; Async ones were acknowledged and simply lose an advisory
-// TRIM), TRIMs in flight finish, blocked callers return, and the workers
-// exit before Close returns. Call Drain first to trim everything instead.
-// Close blocks as long as an Issuer call in flight does.
+// TRIM), TRIMs in flight finish, parked requests are resumed (every Begin
+// call admits at once from now on), and the lanes exit and the Issuers are
+// closed before Close returns. Call Drain first to trim everything instead.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.closed.Store(true)
 		for _, m := range e.members {
 			m.mu.Lock()
 			m.closed = true
 			parts := m.q.Drop(nil)
 			m.publish()
+			resume := m.unpark()
 			m.cond.Broadcast()
 			m.mu.Unlock()
+			m.wake()
 			for _, p := range parts {
 				p.Tag.settle(p.Bytes, ErrClosed)
 			}
+			resumeAll(resume)
 		}
-		close(e.quit)
+		e.releaseHeld()
 		e.wg.Wait()
+		var errs []error
+		for _, m := range e.members {
+			if m.issuer != nil {
+				if err := m.issuer.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("discard member %d: %w", m.idx, err))
+				}
+			}
+		}
+		if len(errs) > 0 {
+			e.closeError = fmt.Errorf("discard engine close: %v", errs)
+		}
 	})
-	return nil
+	return e.closeError
 }
 
 // Stats returns a snapshot of every member's queue.
@@ -153,4 +377,44 @@ func (e *Engine) Stats() []MemberStats {
 		m.mu.Unlock()
 	}
 	return out
+}
+
+// MemberSettings are the TRIM settings the engine applies to one member, as
+// status reports them.
+type MemberSettings struct {
+	// Discards is false for a member without an Issuer: its share of every
+	// discard is skipped.
+	Discards bool
+	// InFlight is how many TRIMs the member has outstanding at most.
+	InFlight int
+	// Exclusive means the member's TRIMs yield to its reads and writes
+	// (YieldToIO), for drives whose TRIM stalls other commands.
+	Exclusive bool
+	MaxLen    int64
+	MinGap    time.Duration
+	MaxDefer  time.Duration
+	// Async is false when the member's TRIMs fell back to a blocking call
+	// (BLKDISCARD on a kernel without asynchronous discard).
+	Async bool
+}
+
+// Settings returns the settings member i runs with.
+func (e *Engine) Settings(i int) MemberSettings {
+	m := e.members[i]
+	s := MemberSettings{
+		Discards:  m.issuer != nil,
+		InFlight:  m.cfg.InFlight,
+		Exclusive: m.cfg.YieldToIO,
+		MaxLen:    m.cfg.MaxLen,
+		MinGap:    m.cfg.MinGap,
+		MaxDefer:  m.cfg.MaxDefer,
+		Async:     m.issuer != nil,
+	}
+	if a, ok := m.issuer.(interface{ Async() bool }); ok {
+		s.Async = a.Async()
+	}
+	if !s.Discards {
+		s.InFlight = 0
+	}
+	return s
 }

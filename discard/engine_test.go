@@ -9,105 +9,33 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/internal/clock"
 )
-
-// fakeIssuer records TRIMs and can hold each one until released, so tests
-// decide exactly what is in flight.
-type fakeIssuer struct {
-	mu       sync.Mutex
-	calls    [][2]int64
-	starts   []time.Time
-	cur, max int
-
-	entered chan [2]int64 // if set, each call announces itself here
-	hold    chan struct{} // if set, each call waits for a token or close
-	err     error
-}
-
-func (f *fakeIssuer) Discard(off, n int64) error {
-	f.mu.Lock()
-	f.calls = append(f.calls, [2]int64{off, n})
-	f.starts = append(f.starts, time.Now())
-	f.cur++
-	f.max = max(f.max, f.cur)
-	f.mu.Unlock()
-	if f.entered != nil {
-		f.entered <- [2]int64{off, n}
-	}
-	if f.hold != nil {
-		<-f.hold
-	}
-	f.mu.Lock()
-	f.cur--
-	f.mu.Unlock()
-	return f.err
-}
-
-func (f *fakeIssuer) Calls() [][2]int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][2]int64(nil), f.calls...)
-}
-
-func newEngine(t *testing.T, cfg Config) *Engine {
-	t.Helper()
-	e, err := New(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-// result collects a completion callback.
-type result chan error
-
-func (r result) done(err error) { r <- err }
-
-func (r result) wait(t *testing.T) error {
-	t.Helper()
-	select {
-	case err := <-r:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("discard never completed")
-		return nil
-	}
-}
-
-func (r result) pending(t *testing.T) {
-	t.Helper()
-	select {
-	case err := <-r:
-		t.Fatalf("discard completed early (%v)", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-}
 
 func TestFanOutIsConcurrent(t *testing.T) {
 	// Every member's TRIM must be in flight before any may finish: an
 	// engine that served members one after another would never get there.
 	const n = 4
-	entered := make(chan [2]int64, n)
-	hold := make(chan struct{})
+	drives := make([]*fakeDrive, n)
 	var members []Member
-	for range n {
-		members = append(members, Member{Issuer: &fakeIssuer{entered: entered, hold: hold}})
+	for i := range drives {
+		drives[i] = newDrive(nil, true)
+		members = append(members, Member{Issuer: drives[i].issuer()})
 	}
 	e := newEngine(t, Config{Mode: Sync, Members: members})
-	res := make(result, 1)
 	var ranges []Range
 	for i := range n {
 		ranges = append(ranges, Range{Member: i, Off: 0, Len: 1 << 20})
 	}
-	e.Discard(ranges, res.done)
-	for range n {
-		select {
-		case <-entered:
-		case <-time.After(5 * time.Second):
-			t.Fatal("members are not trimmed concurrently")
-		}
+	res := discard(e, ranges...)
+	for _, d := range drives {
+		d.next(t)
 	}
-	res.pending(t)
-	close(hold)
+	assert.False(t, res.done(), "a sync discard was acknowledged with its TRIMs held")
+	for _, d := range drives {
+		d.open()
+	}
 	require.NoError(t, res.wait(t))
 }
 
@@ -128,25 +56,26 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hold := make(chan struct{})
-			f := &fakeIssuer{hold: hold, err: tt.err}
+			f := newDrive(nil, true)
+			f.err = tt.err
 			var mu sync.Mutex
 			var onErr []Range
-			e := newEngine(t, Config{Mode: tt.mode, Members: []Member{{Issuer: f}, {Issuer: f}},
+			e := newEngine(t, Config{Mode: tt.mode, Members: []Member{{Issuer: newDrive(nil, false).issuer()}, {Issuer: f.issuer()}},
 				OnError: func(r Range, err error) {
 					assert.ErrorIs(t, err, boom)
 					mu.Lock()
 					onErr = append(onErr, r)
 					mu.Unlock()
 				}})
-			res := make(result, 1)
-			e.Discard([]Range{{Member: 1, Off: 4096, Len: 8192}}, res.done)
+			res := discard(e, Range{Member: 1, Off: 4096, Len: 8192})
+			f.next(t)
 			if tt.early {
+				require.True(t, res.done(), "an async discard is acknowledged once queued")
 				require.NoError(t, res.wait(t))
 			} else {
-				res.pending(t)
+				require.False(t, res.done(), "a sync discard was acknowledged before its TRIM finished")
 			}
-			close(hold)
+			f.open()
 			if !tt.early {
 				err := res.wait(t)
 				if tt.wantErr != nil {
@@ -169,180 +98,215 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 
 func TestInFlightLimit(t *testing.T) {
 	for _, limit := range []int{1, 3} {
-		f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-		e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, InFlight: limit}}})
+		f := newDrive(nil, true)
+		e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), InFlight: limit}}})
 		for i := range 10 {
-			e.Discard([]Range{{Off: int64(i) * 8192, Len: 4096}}, func(error) {})
+			require.NoError(t, discard(e, Range{Off: int64(i) * 8192, Len: 4096}).wait(t))
 		}
 		for range limit {
-			<-f.entered
+			f.next(t)
 		}
-		select {
-		case r := <-f.entered:
-			t.Fatalf("TRIM %v started beyond the limit of %d", r, limit)
-		case <-time.After(20 * time.Millisecond):
-		}
-		assert.Equal(t, limit, e.Stats()[0].InFlight)
-		close(f.hold)
-		go func() {
-			for range f.entered {
-			}
-		}()
+		// The lane has every slot taken: what is left stays queued until a
+		// TRIM finishes, whatever the scheduler does meanwhile.
+		st := e.Stats()[0]
+		assert.Equal(t, limit, st.InFlight)
+		assert.Equal(t, 10-limit, st.Queued)
+		f.open()
 		e.Drain()
 		assert.Equal(t, limit, f.max, "TRIMs in flight at once")
 		assert.Len(t, f.Calls(), 10)
 		require.NoError(t, e.Close())
-		close(f.entered)
 	}
 }
 
-func TestBackpressure(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, MaxQueued: 2}}})
-	for i := range 3 { // one in flight, two queued
-		e.Discard([]Range{{Off: int64(i) * 8192, Len: 4096}}, func(error) {})
+// An async discard never blocks its caller: a member over its bound holds
+// the acknowledgement back instead, and lets it go once the member is
+// within the bound again.
+func TestAsyncBackpressureHoldsTheAcknowledgement(t *testing.T) {
+	f := newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), MaxQueued: 2}}})
+	acks := []completer{discard(e, Range{Off: 0, Len: 4096})}
+	f.next(t) // in flight: the queue is empty again
+	for i := 1; i <= 8; i++ {
+		acks = append(acks, discard(e, Range{Off: int64(i) * 8192, Len: 4096}))
 	}
-	<-f.entered
-	res := make(result, 1)
-	go e.Discard([]Range{{Off: 100 * 8192, Len: 4096}}, res.done)
-	res.pending(t)
-	f.hold <- struct{}{} // one TRIM done, the next issued: one slot frees
-	require.NoError(t, res.wait(t))
-	close(f.hold)
+	for i, c := range acks {
+		assert.Equal(t, i <= 2, c.done(), "discard %d acknowledged: the queue holds 8, at most 2 are within the bound", i)
+	}
+	// Each finished TRIM issues the next queued one; the queue shrinks
+	// from 8 pieces to 2 after six more TRIMs, and only then are the
+	// held discards acknowledged, all at once.
+	for i := range 6 {
+		f.release(t)
+		f.next(t)
+		for j := 3; j <= 8; j++ {
+			require.Equal(t, i == 5, acks[j].done(), "after %d TRIMs, discard %d", i+1, j)
+		}
+	}
+	f.open()
 	e.Drain()
-	assert.Len(t, f.Calls(), 4)
+	assert.Len(t, f.Calls(), 9)
+}
+
+// A write that cuts the queue back within its bound releases held discards.
+func TestWriteCancellationReleasesHeldDiscards(t *testing.T) {
+	f := newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})
+	discard(e, Range{Off: 0, Len: 4096})
+	f.next(t)
+	first := discard(e, Range{Off: 8192, Len: 4096})
+	second := discard(e, Range{Off: 16384, Len: 4096})
+	assert.True(t, first.done())
+	assert.False(t, second.done())
+	w, wk := newWrite(Range{Off: 16384, Len: 4096})
+	write(t, e, w, wk)
+	assert.True(t, second.done(), "the write removed the piece that kept the member over its bound")
+	f.open()
 }
 
 func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f}}})
-	e.Discard([]Range{{Off: 0, Len: 4096}}, func(error) {})
-	<-f.entered // [0, 4096) in flight
-	e.Discard([]Range{{Off: 8192, Len: 3 * 4096}}, func(error) {})
+	f := newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}}})
+	discard(e, Range{Off: 0, Len: 4096})
+	f.next(t) // [0, 4096) in flight
+	discard(e, Range{Off: 8192, Len: 3 * 4096})
 
 	// A write in the middle of the queued discard splits it.
-	require.NoError(t, e.WaitWrite(0, 12288, 4096))
+	w, wk := newWrite(Range{Off: 12288, Len: 4096})
+	require.True(t, e.BeginWrite(w))
+	e.EndWrite(w, 0)
 	st := e.Stats()[0]
 	assert.Equal(t, int64(4096), st.CancelledBytes)
 	assert.Equal(t, 2, st.Queued)
 
-	// A write over the TRIM in flight waits for it.
-	wrote := make(chan struct{})
-	go func() {
-		assert.NoError(t, e.WaitWrite(0, 1024, 512))
-		close(wrote)
-	}()
-	select {
-	case <-wrote:
-		t.Fatal("a write overlapping an in-flight TRIM did not wait")
-	case <-time.After(20 * time.Millisecond):
-	}
-	f.hold <- struct{}{}
-	<-wrote
-	close(f.hold)
+	// A write over the TRIM in flight is parked until it finishes.
+	w2, wk2 := newWrite(Range{Off: 1024, Len: 512})
+	require.False(t, e.BeginWrite(w2), "a write overlapping an in-flight TRIM went ahead")
+	assert.False(t, wk2.resumed())
+	f.release(t)
+	wk2.wait(t)
+	require.True(t, e.BeginWrite(w2))
+	e.EndWrite(w2, 0)
+	f.open()
 	e.Drain()
 	assert.Equal(t, [][2]int64{{0, 4096}, {8192, 4096}, {16384, 4096}}, f.Calls(), "the written range was never trimmed")
+	_ = wk
 }
 
 func TestSyncDiscardSettledByWrite(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f}}})
-	first := make(result, 1)
-	e.Discard([]Range{{Off: 0, Len: 4096}}, first.done)
-	<-f.entered
-	res := make(result, 1)
-	e.Discard([]Range{{Off: 8192, Len: 8192}}, res.done)
-	require.NoError(t, e.WaitWrite(0, 8192, 4096))
-	res.pending(t) // half of it is still queued
-	require.NoError(t, e.WaitWrite(0, 12288, 4096))
-	require.NoError(t, res.wait(t), "a discard wholly overwritten is done without a TRIM")
-	first.pending(t)
-	close(f.hold)
+	f := newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}}})
+	first := discard(e, Range{Off: 0, Len: 4096})
+	f.next(t)
+	res := discard(e, Range{Off: 8192, Len: 8192})
+	w, wk := newWrite(Range{Off: 8192, Len: 4096})
+	write(t, e, w, wk)
+	assert.False(t, res.done(), "half of it is still queued")
+	w, wk = newWrite(Range{Off: 12288, Len: 4096})
+	write(t, e, w, wk)
+	require.True(t, res.done(), "a discard wholly overwritten is done without a TRIM")
+	require.NoError(t, res.wait(t))
+	assert.False(t, first.done())
+	f.open()
 	require.NoError(t, first.wait(t))
 	assert.Equal(t, [][2]int64{{0, 4096}}, f.Calls())
 }
 
 func TestReadWaitsForQueuedAndInFlight(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, YieldToIO: true, MaxDefer: time.Hour}}})
-	// I/O in progress holds TRIMs back, yet a read waiting for one lifts
-	// the gate: otherwise it would wait for an hour.
-	e.StartIO(0)
-	e.Discard([]Range{{Off: 0, Len: 4096}}, func(error) {})
-	require.NoError(t, e.WaitRead(0, 8192, 4096), "a read elsewhere does not wait")
-	read := make(chan struct{})
-	go func() {
-		assert.NoError(t, e.WaitRead(0, 0, 512))
-		close(read)
-	}()
-	<-f.entered
-	select {
-	case <-read:
-		t.Fatal("a read of a range being trimmed did not wait")
-	case <-time.After(20 * time.Millisecond):
+	f := newDrive(nil, true)
+	clk := clock.NewManual(time.Unix(0, 0))
+	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
+		{Issuer: Blocking(f.trim, clk), YieldToIO: true, MaxDefer: time.Hour},
+		{Issuer: newDrive(clk, false).issuer()},
+	}})
+	// A write in progress holds TRIMs back, yet a read waiting for one
+	// lifts the gate: otherwise it would wait for an hour.
+	w, _ := newWrite(Range{Off: 1 << 20, Len: 4096})
+	require.True(t, e.BeginWrite(w))
+	discard(e, Range{Off: 0, Len: 4096})
+	other, owk := newRead(Range{Off: 8192, Len: 4096})
+	assert.Equal(t, 0, read(t, e, other, owk, 0), "a read elsewhere does not wait")
+	e.EndRead(other, 0)
+	r, wk := newRead(Range{Member: 0, Off: 0, Len: 512}, Range{Member: 1, Off: 0, Len: 512})
+	require.False(t, e.BeginRead(r, 0), "a read of a range with a discard queued on one copy went ahead")
+	f.next(t)
+	assert.False(t, wk.resumed(), "resumed while the TRIM is still in flight")
+	f.release(t)
+	wk.wait(t)
+	read(t, e, r, wk, 0)
+	e.EndRead(r, 0)
+	e.EndWrite(w, 0)
+	f.open()
+}
+
+func TestReadJumpsTheQueue(t *testing.T) {
+	f := newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}}})
+	for i := range 4 {
+		discard(e, Range{Off: int64(i) * 8192, Len: 4096})
 	}
-	close(f.hold)
-	<-read
-	e.EndIO(0)
+	assert.Equal(t, [2]int64{0, 4096}, f.next(t))
+	r, wk := newRead(Range{Off: 3 * 8192, Len: 512})
+	require.False(t, e.BeginRead(r, 0))
+	f.release(t)
+	assert.Equal(t, [2]int64{3 * 8192, 4096}, f.next(t), "the TRIM a reader waits for goes next")
+	f.release(t)
+	wk.wait(t)
+	read(t, e, r, wk, 0)
+	e.EndRead(r, 0)
+	f.open()
+	e.Drain()
 }
 
 func TestYieldToIO(t *testing.T) {
-	f := &fakeIssuer{entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, YieldToIO: true, MaxDefer: 150 * time.Millisecond}}})
-	assert.False(t, e.StartIO(0))
-	e.Discard([]Range{{Off: 0, Len: 4096}}, func(error) {})
-	select {
-	case <-f.entered:
-		t.Fatal("a TRIM started while I/O was in progress")
-	case <-time.After(30 * time.Millisecond):
-	}
-	e.EndIO(0)
-	<-f.entered // I/O ended: it goes now
+	const maxDefer = 150 * time.Millisecond
+	clk := clock.NewManual(time.Unix(0, 0))
+	f := newDrive(clk, true)
+	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
+		{Issuer: Blocking(f.trim, clk), YieldToIO: true, MaxDefer: maxDefer}}})
+	r, wk := newRead(Range{Off: 1 << 20, Len: 4096})
+	read(t, e, r, wk, 0)
+	discard(e, Range{Off: 0, Len: 4096})
+	clk.WaitFor(1) // the lane waits for the I/O, at most MaxDefer
+	assert.Zero(t, e.Stats()[0].Issued, "a TRIM started while I/O was in progress")
+	e.EndRead(r, 0)
+	f.next(t) // I/O ended: it goes now
+	f.release(t)
 
-	// Under constant I/O a TRIM still goes after MaxDefer.
-	e.StartIO(0)
-	start := time.Now()
-	e.Discard([]Range{{Off: 8192, Len: 4096}}, func(error) {})
-	<-f.entered
-	assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
-	e.EndIO(0)
-}
-
-func TestBusySteersReads(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f}, {Issuer: &fakeIssuer{}}}})
-	assert.False(t, e.Busy(0))
-	assert.False(t, e.Pending(0))
-	e.Discard([]Range{{Member: 0, Off: 0, Len: 4096}}, func(error) {})
-	assert.True(t, e.Pending(0))
-	<-f.entered
-	assert.True(t, e.Busy(0))
-	assert.True(t, e.Pending(0))
-	assert.False(t, e.Busy(1))
-	assert.False(t, e.Pending(1))
-	assert.True(t, e.StartIO(0), "StartIO reports the TRIM in flight")
-	e.EndIO(0)
-	close(f.hold)
-	e.Drain()
-	assert.False(t, e.Busy(0))
-	assert.False(t, e.Pending(0))
+	// Under constant I/O a TRIM still goes after MaxDefer, and not before.
+	read(t, e, r, wk, 0)
+	start := clk.Now()
+	discard(e, Range{Off: 8192, Len: 4096})
+	clk.WaitFor(1)
+	d, _ := clk.Next()
+	assert.Equal(t, maxDefer, d)
+	clk.Advance(d - time.Nanosecond)
+	assert.Equal(t, uint64(1), e.Stats()[0].Issued, "the TRIM went before MaxDefer")
+	clk.Advance(time.Nanosecond)
+	f.next(t)
+	assert.GreaterOrEqual(t, f.starts[1].Sub(start), maxDefer)
+	e.EndRead(r, 0)
+	f.open()
 }
 
 func TestMinGapPacesAndCoalesces(t *testing.T) {
 	const gap = 200 * time.Millisecond
-	f := &fakeIssuer{}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f, MinGap: gap}}})
-	e.Discard([]Range{{Off: 0, Len: 4096}}, func(error) {})
-	for len(f.Calls()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	clk := clock.NewManual(time.Unix(0, 0))
+	f := newDrive(clk, true)
+	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{{Issuer: Blocking(f.trim, clk), MinGap: gap}}})
+	discard(e, Range{Off: 0, Len: 4096})
+	f.next(t)
+	f.release(t)
 	// Within the gap these pile up and leave as one TRIM.
 	for i := 1; i <= 8; i++ {
-		e.Discard([]Range{{Off: int64(i) * 4096, Len: 4096}}, func(error) {})
+		discard(e, Range{Off: int64(i) * 4096, Len: 4096})
 	}
+	clk.WaitFor(1)
+	assert.Equal(t, uint64(1), e.Stats()[0].Issued, "a TRIM went within the gap")
+	clk.Advance(gap)
+	assert.Equal(t, [2]int64{4096, 8 * 4096}, f.next(t))
+	f.open()
 	e.Drain()
-	calls := f.Calls()
-	assert.Equal(t, [][2]int64{{0, 4096}, {4096, 8 * 4096}}, calls)
 	f.mu.Lock()
 	assert.GreaterOrEqual(t, f.starts[1].Sub(f.starts[0]), gap)
 	f.mu.Unlock()
@@ -350,11 +314,9 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 }
 
 func TestMaxLenCutsTrims(t *testing.T) {
-	f := &fakeIssuer{}
-	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f, MaxLen: 1 << 20}}})
-	res := make(result, 1)
-	e.Discard([]Range{{Off: 0, Len: 5<<20 + 4096}}, res.done)
-	require.NoError(t, res.wait(t))
+	f := newDrive(nil, false)
+	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxLen: 1 << 20}}})
+	require.NoError(t, discard(e, Range{Off: 0, Len: 5<<20 + 4096}).wait(t))
 	var total int64
 	for _, c := range f.Calls() {
 		assert.LessOrEqual(t, c[1], int64(1<<20))
@@ -363,16 +325,36 @@ func TestMaxLenCutsTrims(t *testing.T) {
 	assert.Equal(t, int64(5<<20+4096), total)
 }
 
+func TestFailDropsQueueAndSteersAway(t *testing.T) {
+	f := newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}, {Issuer: newDrive(nil, false).issuer()}}})
+	inflight := discard(e, Range{Off: 0, Len: 4096})
+	f.next(t)
+	queued := discard(e, Range{Off: 8192, Len: 4096})
+	r, wk := newRead(Range{Member: 0, Off: 8192, Len: 512}, Range{Member: 1, Off: 8192, Len: 512})
+	require.False(t, e.BeginRead(r, 0))
+	e.Fail(0)
+	require.NoError(t, queued.wait(t), "a failed member's queued share is moot")
+	wk.wait(t)
+	assert.Equal(t, 1, read(t, e, r, wk, 0), "reads leave a failed member")
+	e.EndRead(r, 0)
+	after := discard(e, Range{Member: 0, Off: 16384, Len: 4096})
+	require.NoError(t, after.wait(t))
+	assert.False(t, inflight.done(), "the TRIM in flight still finishes first")
+	f.open()
+	require.NoError(t, inflight.wait(t))
+	assert.Len(t, f.Calls(), 1, "nothing more was sent to the failed member")
+}
+
 func TestClose(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e, err := New(Config{Mode: Sync, Members: []Member{{Issuer: f, MaxQueued: 1}}})
+	f := newDrive(nil, true)
+	e, err := New(Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})
 	require.NoError(t, err)
-	inflight, queued, blocked := make(result, 1), make(result, 1), make(result, 1)
-	e.Discard([]Range{{Off: 0, Len: 4096}}, inflight.done)
-	<-f.entered
-	e.Discard([]Range{{Off: 8192, Len: 4096}}, queued.done)
-	go e.Discard([]Range{{Off: 16384, Len: 4096}}, blocked.done)
-	blocked.pending(t)
+	inflight := discard(e, Range{Off: 0, Len: 4096})
+	f.next(t)
+	queued := discard(e, Range{Off: 8192, Len: 4096})
+	w, wk := newWrite(Range{Off: 0, Len: 512})
+	require.False(t, e.BeginWrite(w))
 
 	closed := make(chan struct{})
 	go func() {
@@ -380,18 +362,18 @@ func TestClose(t *testing.T) {
 		close(closed)
 	}()
 	require.ErrorIs(t, queued.wait(t), ErrClosed)
-	require.ErrorIs(t, blocked.wait(t), ErrClosed)
+	wk.wait(t)
+	require.True(t, e.BeginWrite(w), "a closing engine admits everything")
+	e.EndWrite(w, 0)
 	select {
 	case <-closed:
 		t.Fatal("Close returned with a TRIM in flight")
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
-	close(f.hold)
+	f.open()
 	<-closed
 	require.NoError(t, inflight.wait(t), "the TRIM in flight finishes")
-	after := make(result, 1)
-	e.Discard([]Range{{Off: 0, Len: 4096}}, after.done)
-	require.ErrorIs(t, after.wait(t), ErrClosed)
+	require.NoError(t, discard(e, Range{Off: 0, Len: 4096}).wait(t), "a discard after Close is a no-op")
 	assert.NoError(t, e.Close(), "Close twice")
 }
 
@@ -403,62 +385,48 @@ func TestInvalidInput(t *testing.T) {
 	_, err = New(Config{Mode: 7, Members: []Member{{}}})
 	assert.ErrorIs(t, err, ErrConfig)
 
-	f := &fakeIssuer{}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f}, {}}})
+	f := newDrive(nil, false)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}, {}}})
 	for _, r := range []Range{{Member: 2, Len: 1}, {Member: -1, Len: 1}, {Off: -1, Len: 1}, {Off: 1, Len: -1}, {Off: 1 << 62, Len: 1 << 62}} {
-		res := make(result, 1)
-		e.Discard([]Range{{Off: 0, Len: 4096}, r}, res.done)
-		assert.ErrorIs(t, res.wait(t), ErrRange, "%v", r)
+		assert.ErrorIs(t, discard(e, Range{Off: 0, Len: 4096}, r).wait(t), ErrRange, "%v", r)
 	}
-	res := make(result, 1)
-	e.Discard([]Range{{Member: 1, Len: 4096}, {Len: 0}}, res.done)
-	require.NoError(t, res.wait(t), "a member without an issuer and empty ranges are no-ops")
-	assert.ErrorIs(t, e.WaitWrite(5, 0, 1), ErrRange)
-	assert.ErrorIs(t, e.WaitRead(-1, 0, 1), ErrRange)
+	require.NoError(t, discard(e, Range{Member: 1, Len: 4096}, Range{Len: 0}).wait(t),
+		"a member without an issuer and empty ranges are no-ops")
 	e.Drain()
 	assert.Empty(t, f.Calls(), "nothing of a rejected discard was queued")
 }
 
 func TestHotPathAllocations(t *testing.T) {
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: &fakeIssuer{}}, {Issuer: &fakeIssuer{}}}})
-	ranges := []Range{{Member: 0, Off: 0, Len: 4096}, {Member: 1, Off: 0, Len: 4096}}
-	done := func(error) {}
-	// Warm up the queues' slices.
-	for range 100 {
-		e.Discard(ranges, done)
+	for _, mode := range []Mode{Async, Sync} {
+		e := newEngine(t, Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
+		c := make(completer, 1)
+		d := &Discard{Ranges: []Range{{Member: 0, Off: 0, Len: 4096}, {Member: 1, Off: 0, Len: 4096}}, Done: c}
+		w, _ := newWrite(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+		r, _ := newRead(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+		op := func() {
+			e.Discard(d)
+			<-c
+			if e.BeginWrite(w) {
+				e.EndWrite(w, 0)
+				e.EndWrite(w, 1)
+			}
+			if e.BeginRead(r, 1) {
+				e.EndRead(r, 0)
+			}
+		}
+		for range 100 { // warm up the queues' slices
+			op()
+		}
+		e.Drain()
+		assert.Zero(t, testing.AllocsPerRun(200, op), "%v", mode)
 	}
-	e.Drain()
-	assert.Zero(t, testing.AllocsPerRun(200, func() {
-		e.Discard(ranges, done)
-		_ = e.WaitWrite(0, 0, 4096)
-		busy := e.StartIO(1)
-		_ = busy
-		e.EndIO(1)
-		_ = e.WaitRead(1, 0, 4096)
-	}))
-
-	s := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: &fakeIssuer{}}, {Issuer: &fakeIssuer{}}}})
-	var wg sync.WaitGroup
-	sdone := func(error) { wg.Done() }
-	for range 100 {
-		wg.Add(1)
-		s.Discard(ranges, sdone)
-	}
-	wg.Wait()
-	allocs := testing.AllocsPerRun(200, func() {
-		wg.Add(1)
-		s.Discard(ranges, sdone)
-		wg.Wait()
-	})
-	assert.LessOrEqual(t, allocs, 0.1, "the join comes from a pool")
 }
 
-func TestStatsJSON(t *testing.T) {
-	f := &fakeIssuer{}
-	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f}}})
-	res := make(result, 1)
-	e.Discard([]Range{{Off: 0, Len: 4096}, {Off: 4096, Len: 4096}}, res.done)
-	require.NoError(t, res.wait(t))
+func TestStatsAndSettings(t *testing.T) {
+	f := newDrive(nil, false)
+	e := newEngine(t, Config{Mode: Sync, Members: []Member{
+		{Issuer: f.issuer(), InFlight: 3, YieldToIO: true, MaxLen: 1 << 20, MinGap: time.Millisecond}, {}}})
+	require.NoError(t, discard(e, Range{Off: 0, Len: 4096}, Range{Off: 4096, Len: 4096}).wait(t))
 	st := e.Stats()[0]
 	assert.Equal(t, uint64(2), st.Requests)
 	assert.Equal(t, int64(8192), st.Bytes)
@@ -473,60 +441,46 @@ func TestStatsJSON(t *testing.T) {
 		assert.Contains(t, m, k)
 	}
 	assert.Contains(t, m["latency_us"], "p99")
+
+	assert.Equal(t, MemberSettings{Discards: true, InFlight: 3, Exclusive: true, MaxLen: 1 << 20,
+		MinGap: time.Millisecond, MaxDefer: DefaultMaxDefer, Async: true}, e.Settings(0))
+	assert.Equal(t, MemberSettings{MaxDefer: DefaultMaxDefer}, e.Settings(1), "a member that cannot discard")
 }
 
-func TestReadJumpsTheQueue(t *testing.T) {
-	f := &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)}
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f}}})
-	for i := range 4 {
-		e.Discard([]Range{{Off: int64(i) * 8192, Len: 4096}}, func(error) {})
-	}
-	assert.Equal(t, [2]int64{0, 4096}, <-f.entered)
-	read := make(chan struct{})
-	go func() {
-		assert.NoError(t, e.WaitRead(0, 3*8192, 512))
-		close(read)
-	}()
-	waiting := func() bool {
-		m := e.members[0]
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return len(m.readers) > 0
-	}
-	for !waiting() {
-		time.Sleep(time.Millisecond)
-	}
-	f.hold <- struct{}{}
-	assert.Equal(t, [2]int64{3 * 8192, 4096}, <-f.entered, "the TRIM a reader waits for goes next")
-	f.hold <- struct{}{}
-	<-read
-	close(f.hold)
-	e.Drain()
-}
-
-func TestSteer(t *testing.T) {
-	held := func() *fakeIssuer { return &fakeIssuer{hold: make(chan struct{}), entered: make(chan [2]int64, 16)} }
+// Reads go to the copy whose TRIMs would delay them least, round robin
+// among equals, and move off a member whose TRIM started under them.
+func TestBeginReadSteers(t *testing.T) {
+	clk := clock.NewManual(time.Unix(0, 0))
+	held := func() *fakeDrive { return newDrive(clk, true) }
 	f0, f1, f2 := held(), held(), held()
-	e := newEngine(t, Config{Mode: Async, Members: []Member{
-		{Issuer: f0, YieldToIO: true},                      // TRIM in flight, stalls reads
-		{Issuer: f1, YieldToIO: true, MaxDefer: time.Hour}, // TRIM queued, held back by I/O
-		{Issuer: f2},                                     // TRIM in flight, does not stall reads
-		{Issuer: &fakeIssuer{}}, {Issuer: &fakeIssuer{}}, // idle
-		{Issuer: &fakeIssuer{}, MinGap: 2 * time.Second}, // TRIM queued behind the gap, does not stall reads
+	idle := func() Issuer { return newDrive(clk, false).issuer() }
+	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
+		{Issuer: Blocking(f0.trim, clk), YieldToIO: true},                      // TRIM in flight, stalls reads
+		{Issuer: Blocking(f1.trim, clk), YieldToIO: true, MaxDefer: time.Hour}, // TRIM queued, held back by I/O
+		{Issuer: Blocking(f2.trim, clk)},                                       // TRIM in flight, does not stall reads
+		{Issuer: idle()}, {Issuer: idle()},                                     // idle
+		{Issuer: idle(), MinGap: 2 * time.Second}, // TRIM queued behind the gap, does not stall reads
+		{Issuer: idle()}, // failed
 	}})
-	e.StartIO(1)
+	e.Fail(6)
+	w, _ := newWrite(Range{Member: 1, Off: 1 << 30, Len: 4096})
+	require.True(t, e.BeginWrite(w))
 	for _, m := range []int{0, 1, 2, 5} {
-		e.Discard([]Range{{Member: m, Off: 0, Len: 4096}}, func(error) {})
+		discard(e, Range{Member: m, Off: 0, Len: 4096})
 	}
-	<-f0.entered
-	<-f2.entered
-	e.Discard([]Range{{Member: 5, Off: 1 << 20, Len: 4096}}, func(error) {})
-	require.Eventually(t, func() bool { return e.Stall(5) == 1 }, 5*time.Second, time.Millisecond,
-		"member 5's second TRIM waits for the gap")
-	assert.Equal(t, []int{4, 3, 2, 0, 0, 1, MaxStall}, []int{e.Stall(0), e.Stall(1), e.Stall(2), e.Stall(3), e.Stall(4), e.Stall(5), e.Stall(6)})
+	f0.next(t)
+	f2.next(t)
+	eventually(t, func() bool { return e.Stats()[5].Completed == 1 })
+	discard(e, Range{Member: 5, Off: 1 << 20, Len: 4096})
+	clk.WaitFor(2) // member 1 waits for the I/O to end, member 5 for its gap
+	got := []int{}
+	for m := range 7 {
+		got = append(got, e.members[m].stall())
+	}
+	assert.Equal(t, []int{4, 3, 2, 0, 0, 1, 0}, got)
 	tests := []struct {
 		copies []int
-		first  int
+		turn   uint32
 		want   int
 	}{
 		{[]int{0, 1}, 0, 1},
@@ -537,16 +491,136 @@ func TestSteer(t *testing.T) {
 		{[]int{2, 5}, 0, 5}, // queued beats in flight
 		{[]int{0, 2}, 0, 2}, // a TRIM that stalls reads is the worst
 		{[]int{0}, 0, 0},
-		{nil, 0, -1},
+		{[]int{6, 3}, 0, 3}, // never a failed member
+		{[]int{6}, 0, -1},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, e.Steer(tt.copies, tt.first), "Steer(%v, %d)", tt.copies, tt.first)
+		var copies []Range
+		for _, m := range tt.copies {
+			copies = append(copies, Range{Member: m, Off: 1 << 30, Len: 4096})
+		}
+		r, wk := newRead(copies...)
+		for !e.BeginRead(r, tt.turn) {
+			wk.wait(t)
+		}
+		got := -1
+		if r.Pieces[0].HasPick() {
+			got = r.Pieces[0].Pick().Member
+		}
+		assert.Equal(t, tt.want, got, "copies %v, turn %d", tt.copies, tt.turn)
+		e.EndRead(r, 0)
 	}
-	copies := []int{0, 1, 2, 3}
-	assert.Zero(t, testing.AllocsPerRun(100, func() { e.Steer(copies, 1) }))
-	e.EndIO(1)
-	close(f0.hold)
-	close(f1.hold)
-	close(f2.hold)
-	e.Drain()
+	e.EndWrite(w, 0)
+	f0.open()
+	f1.open()
+	f2.open()
+}
+
+// After a failed read, Reread moves to the next working copy and reports
+// when none is left.
+func TestReread(t *testing.T) {
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}, {Issuer: newInstant()}}})
+	r, wk := newRead(Range{Member: 0, Len: 512}, Range{Member: 1, Len: 512}, Range{Member: 2, Len: 512})
+	first := read(t, e, r, wk, 0)
+	e.Fail(first)
+	require.True(t, e.Reread(r, 0))
+	second := r.Pieces[0].Pick().Member
+	assert.NotEqual(t, first, second)
+	e.Fail(second)
+	require.True(t, e.Reread(r, 0))
+	third := r.Pieces[0].Pick().Member
+	assert.NotContains(t, []int{first, second}, third)
+	e.Fail(third)
+	assert.False(t, e.Reread(r, 0), "no copy left")
+	e.EndRead(r, 0) // a piece without a pick ends nothing
+	for m := range 3 {
+		assert.Zero(t, e.members[m].io.Load(), "member %d gate left open", m)
+	}
+}
+
+// With no TRIM pending anywhere, a read goes to the copy with fewer reads and
+// writes in progress, whatever the turn: a member that runs one command at a
+// time is not sent as many reads as its idle mirror.
+func TestBeginReadBalancesByQueueDepth(t *testing.T) {
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
+	busy, bwk := newRead(Range{Member: 0, Off: 0, Len: 4096})
+	require.Equal(t, 0, read(t, e, busy, bwk, 0))
+	for turn := range uint32(4) {
+		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		assert.Equal(t, 1, read(t, e, r, wk, turn), "turn %d: member 0 has a read in progress", turn)
+		e.EndRead(r, 0)
+	}
+	e.EndRead(busy, 0)
+	picks := map[int]int{}
+	for turn := range uint32(4) {
+		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		picks[read(t, e, r, wk, turn)]++
+		e.EndRead(r, 0)
+	}
+	assert.Equal(t, map[int]int{0: 2, 1: 2}, picks, "idle copies take turns")
+}
+
+// A TrimMark taken when a discard is queued says later whether all its
+// pieces were trimmed, long after an async acknowledgement; a failed TRIM
+// makes every discard queued before it look untrimmed, never the reverse.
+func TestTrimmed(t *testing.T) {
+	f0, f1 := newDrive(nil, true), newDrive(nil, true)
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}})
+	mark := func(ranges ...Range) TrimMark {
+		c := make(completer, 1)
+		d := &Discard{Ranges: ranges, Done: c}
+		e.Discard(d)
+		require.NoError(t, c.wait(t))
+		return d.Mark()
+	}
+	a := mark(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+	assert.False(t, e.Trimmed(a), "acknowledged, not trimmed")
+	f0.next(t)
+	f1.next(t)
+	f0.release(t)
+	eventually(t, func() bool { return e.Stats()[0].Completed == 1 })
+	assert.False(t, e.Trimmed(a), "trimmed on one member only")
+	b := mark(Range{Member: 0, Off: 8192, Len: 4096})
+	f1.release(t)
+	eventually(t, func() bool { return e.Stats()[1].Completed == 1 })
+	assert.True(t, e.Trimmed(a))
+	assert.False(t, e.Trimmed(b), "a later discard is not done because an earlier one is")
+
+	f0.err = errors.New("medium error")
+	f0.next(t)
+	f0.release(t)
+	eventually(t, func() bool { return e.Stats()[0].Completed == 2 })
+	assert.False(t, e.Trimmed(b), "its TRIM failed")
+	assert.True(t, e.Trimmed(a), "it was trimmed before the failure")
+	f0.err = nil
+	c := mark(Range{Member: 0, Off: 1 << 20, Len: 4096})
+	f0.next(t)
+	f0.release(t)
+	eventually(t, func() bool { return e.Stats()[0].Completed == 3 })
+	assert.True(t, e.Trimmed(c), "a discard queued after the failure")
+	assert.True(t, e.Trimmed(TrimMark{}), "a discard that queued nothing has nothing left to trim")
+	f0.open()
+	f1.open()
+}
+
+// Beyond maxFailed intervals the closest are merged: every interval stays
+// covered.
+func TestFailedTrimsMerge(t *testing.T) {
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}}})
+	var want [][2]uint64
+	for i := range uint64(3 * maxFailed) {
+		f := [2]uint64{10 * i, 10*i + 3}
+		want = append(want, f)
+		e.failedTrim(f)
+	}
+	assert.LessOrEqual(t, len(e.failed), maxFailed)
+	for _, f := range want {
+		covered := false
+		for _, g := range e.failed {
+			covered = covered || (g[0] <= f[0] && f[1] <= g[1])
+		}
+		assert.True(t, covered, "%v lost", f)
+	}
+	assert.False(t, e.Trimmed(TrimMark{first: 21, last: 22}), "inside a failed TRIM")
+	assert.True(t, e.Trimmed(TrimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
 }

@@ -5,196 +5,306 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"uraid/internal/verify"
 )
 
-// member is one member's queue and its workers.
+// member is one member's queue and its lane: the one goroutine that issues
+// the member's TRIMs through its Issuer, at most InFlight outstanding.
 //
-// Lock order: a goroutine holds at most one member lock, and never calls an
-// Issuer, a completion callback or OnError while holding it.
+// Lock order: a goroutine holds at most one member lock (and never the
+// engine's held lock with it), and never calls an Issuer, a Waiter, a
+// Completer or OnError while holding it.
 type member struct {
 	idx    int
 	cfg    Member // with defaults
 	issuer Issuer
+	e      *Engine
 
 	mu   sync.Mutex
-	cond sync.Cond // on mu; broadcast when queue space frees, a TRIM finishes, or the engine closes
+	cond sync.Cond // on mu; broadcast when a TRIM finishes or the queue empties, for Drain
 
 	// Guarded by mu.
-	q         *Queue[*join]
+	q         *Queue[*Discard]
 	closed    bool
-	urgent    int        // Drain callers: they override the I/O gate
-	readers   [][2]int64 // ranges WaitRead callers wait on: served first, and override the gate
-	lastEnd   time.Time  // when the last TRIM finished, for MinGap
-	heldSince time.Time  // when the I/O gate first held back the next TRIM
+	down      bool      // the member failed: no more TRIMs, no reads steered here
+	urgent    int       // Drain callers: they override the I/O gate
+	readers   *Ticket   // parked reads waiting for discards over their range: served first, and override the gate
+	writers   *Ticket   // parked writes waiting for a TRIM in flight over their range
+	lastEnd   time.Time // when the last TRIM finished, for MinGap
+	heldSince time.Time // when the I/O gate first held back the next TRIM
+	slots     []Issue[*Discard]
+	startAt   []time.Time // when each slot's TRIM was issued
+	free      []int       // unused slot ids
 	stats     counters
 
-	// kick wakes one idle worker: work was queued, I/O ended, a caller
-	// became urgent. It holds one token, so wakes are never lost and never
-	// block.
-	kick chan struct{}
+	// Lane-owned: ids started this round, and done as a method value made
+	// once so that Wait does not allocate.
+	started []int
+	done    func(id int, err error)
 
-	// busy counts TRIMs in flight, plus transiently one a worker is about
-	// to issue. With io it forms the gate handshake: a worker raises busy
-	// then reads io; StartIO raises io then reads busy. Both are
-	// sequentially consistent atomics, so at least one side sees the
-	// other, and a read never starts unnoticed under a starting TRIM.
+	// work and sleeping form the lane's wake handshake (as the ublk queue's):
+	// a waker sets work, then wakes the issuer only if it finds the lane
+	// asleep (sleeping 1 -> 2); the lane sets sleeping, then looks at work
+	// once more before waiting. Sequentially consistent atomics make sure
+	// one side sees the other, so no wake is lost and most cost no syscall.
+	work     atomic.Bool
+	sleeping atomic.Int32
+
+	// busy counts TRIMs in flight, plus transiently one the lane is about
+	// to issue. With io it forms the gate handshake: the lane raises busy
+	// then reads io; an admitted read or write raises io then reads busy.
+	// Both are sequentially consistent atomics, so at least one side sees
+	// the other, and a read never starts unnoticed under a starting TRIM.
 	busy atomic.Int32
-	io   atomic.Int32 // member reads and writes in progress (StartIO/EndIO)
+	io   atomic.Int32 // admitted member reads and writes not yet ended
 
-	// outstanding is queued pieces plus in-flight TRIMs, written under mu;
-	// read without it so that reads and writes skip the lock when no
-	// discard is pending on the member, the common case.
+	// outstanding is queued pieces plus in-flight TRIMs, and queued the
+	// queued pieces alone, written under mu and read without it, so that
+	// reads and writes skip the lock when no discard is pending on the
+	// member, the common case, and the held list checks bounds lock-free.
 	outstanding atomic.Int64
+	queued      atomic.Int64
+	isDown      atomic.Bool
 }
 
-func newMember(idx int, cfg Member) *member {
+func newMember(e *Engine, idx int, cfg Member) *member {
 	cfg = cfg.withDefaults()
 	m := &member{
-		idx:    idx,
-		cfg:    cfg,
-		issuer: cfg.Issuer,
-		q:      NewQueue[*join](cfg.MaxLen, cfg.Granularity),
-		kick:   make(chan struct{}, 1),
+		idx:     idx,
+		cfg:     cfg,
+		issuer:  cfg.Issuer,
+		e:       e,
+		q:       NewQueue[*Discard](cfg.MaxLen, cfg.Granularity),
+		slots:   make([]Issue[*Discard], cfg.InFlight),
+		startAt: make([]time.Time, cfg.InFlight),
 	}
+	for i := cfg.InFlight - 1; i >= 0; i-- {
+		m.free = append(m.free, i)
+	}
+	m.started = make([]int, 0, cfg.InFlight)
+	m.done = m.finish
 	m.cond.L = &m.mu
 	return m
 }
 
+// wake tells the lane there may be something to do.
 func (m *member) wake() {
-	select {
-	case m.kick <- struct{}{}:
-	default:
+	if m.issuer == nil {
+		return
+	}
+	m.work.Store(true)
+	if m.sleeping.CompareAndSwap(1, 2) {
+		m.issuer.Wake()
 	}
 }
 
 // publish publishes the queue's size to the lock-free readers; mu held.
 func (m *member) publish() {
 	m.outstanding.Store(int64(m.q.Len() + m.q.InFlight()))
+	m.queued.Store(int64(m.q.Len()))
+	if verify.On {
+		m.verify()
+	}
 }
 
-// push queues r for j (nil for async), blocking while the queue is full.
-// It reports false if the engine closed first.
-func (m *member) push(r Range, j *join) bool {
+// verify checks the member's invariants; mu held, verify mode only.
+func (m *member) verify() {
+	if err := m.q.check(); err != nil {
+		panic(fmt.Sprintf("discard member %d: queue: %v", m.idx, err))
+	}
+	inflight := m.q.InFlight()
+	verify.Check(inflight+len(m.free) == len(m.slots), "discard member %d: %d TRIMs in flight and %d free slots of %d", m.idx, inflight, len(m.free), len(m.slots))
+	verify.Check(int(m.busy.Load()) >= inflight, "discard member %d: busy %d below %d TRIMs in flight", m.idx, m.busy.Load(), inflight)
+	verify.Check(m.io.Load() >= 0, "discard member %d: %d reads and writes in progress", m.idx, m.io.Load())
+	verify.Check(m.urgent >= 0, "discard member %d: urgent %d", m.idx, m.urgent)
+}
+
+// push queues r for d (nil for async) and returns its order number in the
+// engine's numbering. It reports whether the member is over its bound
+// afterwards, and false for a member that is closed or down, whose share is
+// dropped.
+func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
 	m.mu.Lock()
-	for !m.closed && m.q.Len() >= m.cfg.MaxQueued {
-		m.cond.Wait()
-	}
-	if m.closed {
+	if m.closed || m.down {
 		m.mu.Unlock()
-		return false
+		return 0, false, false
 	}
-	m.q.Push(r.Off, r.Len, j)
+	// Numbered under the member lock, so that each member's numbers grow.
+	seq = m.e.seq.Add(1)
+	m.q.PushAt(r.Off, r.Len, d, seq)
 	m.stats.requests++
 	m.stats.bytes += r.Len
 	m.publish()
+	over = m.q.Len() > m.cfg.MaxQueued
 	m.mu.Unlock()
 	m.wake()
-	return true
+	return seq, over, true
 }
 
-// work is one in-flight slot: it takes the next TRIM when the pacing rules
-// allow and issues it. It returns when the engine closes.
-func (m *member) work(e *Engine) {
-	defer e.wg.Done()
-	var is Issue[*join]
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+// run is the member's lane: it issues TRIMs when the pacing rules allow,
+// waits for them and settles what they covered, until the engine closes and
+// nothing is in flight.
+func (m *member) run() {
+	defer m.e.wg.Done()
 	for {
+		m.work.Store(false)
 		m.mu.Lock()
-		wait, ok := m.next(&is, time.Now())
-		closed := m.closed
+		timeout, release := m.fill(m.e.clock.Now())
+		exit := m.closed && m.q.InFlight() == 0
 		m.mu.Unlock()
-		if ok {
-			m.issue(e, &is)
-			continue
+		if release {
+			m.e.releaseHeld()
 		}
-		if closed {
+		for _, id := range m.started {
+			is := &m.slots[id]
+			m.issuer.Start(id, is.Off, is.Len)
+		}
+		started := len(m.started) > 0
+		m.started = m.started[:0]
+		if exit {
 			return
 		}
-		var fire <-chan time.Time
-		if wait > 0 {
-			timer.Reset(wait)
-			fire = timer.C
+		m.sleeping.Store(1)
+		if m.work.Load() {
+			// Woken after fill looked: submit what was started and look again.
+			m.sleeping.Store(0)
+			if started {
+				m.issuer.Wait(0, m.done)
+			}
+			continue
 		}
-		select {
-		case <-m.kick:
-		case <-fire:
-		case <-e.quit:
-		}
-		timer.Stop()
+		m.issuer.Wait(timeout, m.done)
+		m.sleeping.Store(0)
 	}
 }
 
-// next pops the next TRIM into is if the pacing rules allow one now. When
-// they do not, it returns how long to wait before asking again (0: until
-// woken). mu held.
-func (m *member) next(is *Issue[*join], now time.Time) (time.Duration, bool) {
-	if m.closed || m.q.Len() == 0 {
-		m.heldSince = time.Time{} // writes may have cancelled what was held
-		return 0, false
-	}
-	if m.cfg.MinGap > 0 && !m.lastEnd.IsZero() {
-		if d := m.lastEnd.Add(m.cfg.MinGap).Sub(now); d > 0 {
-			return d, false
+// fill takes TRIMs off the queue into free slots, appending their ids to
+// m.started, while the pacing rules allow. It returns how long the lane may
+// sleep before it must look again (-1: until woken or a TRIM finishes), and
+// whether the queue came back within its bound while async discards are
+// held back for it. mu held.
+func (m *member) fill(now time.Time) (wait time.Duration, release bool) {
+	for {
+		if m.closed || m.down || m.q.Len() == 0 {
+			m.heldSince = time.Time{} // writes may have cancelled what was held
+			return -1, release
 		}
-	}
-	m.busy.Add(1)
-	if m.cfg.YieldToIO && m.urgent == 0 && len(m.readers) == 0 && m.io.Load() > 0 {
-		if m.heldSince.IsZero() {
-			m.heldSince = now
+		if len(m.free) == 0 {
+			return -1, release
 		}
-		if d := m.heldSince.Add(m.cfg.MaxDefer).Sub(now); d > 0 {
-			m.busy.Add(-1)
-			return d, false
+		if m.cfg.MinGap > 0 && !m.lastEnd.IsZero() {
+			if d := m.lastEnd.Add(m.cfg.MinGap).Sub(now); d > 0 {
+				return d, release
+			}
 		}
-	}
-	m.heldSince = time.Time{}
-	popped := false
-	for _, r := range m.readers {
-		if popped = m.q.PopOverlapping(r[0], r[1], is); popped {
-			break
+		m.busy.Add(1)
+		if m.cfg.YieldToIO && m.urgent == 0 && m.readers == nil && m.io.Load() > 0 {
+			if m.heldSince.IsZero() {
+				m.heldSince = now
+			}
+			if d := m.heldSince.Add(m.cfg.MaxDefer).Sub(now); d > 0 {
+				m.busy.Add(-1)
+				return d, release
+			}
 		}
+		m.heldSince = time.Time{}
+		id := m.free[len(m.free)-1]
+		m.free = m.free[:len(m.free)-1]
+		is := &m.slots[id]
+		popped := false
+		for t := m.readers; t != nil && !popped; t = t.next {
+			popped = m.q.PopOverlapping(t.off, t.end-t.off, is)
+		}
+		if !popped {
+			m.q.Pop(is)
+		}
+		m.stats.issued++
+		m.stats.issuedBytes += is.Len
+		m.startAt[id] = now
+		m.started = append(m.started, id)
+		m.publish()
+		release = release || (m.q.Len() <= m.cfg.MaxQueued && m.e.held.Load() > 0)
 	}
-	if !popped {
-		m.q.Pop(is)
-	}
-	m.stats.issued++
-	m.stats.issuedBytes += is.Len
-	m.publish()
-	m.cond.Broadcast() // queue space
-	if m.q.Len() > 0 {
-		m.wake() // another slot may take the next one
-	}
-	return 0, true
 }
 
-// issue runs one TRIM and settles what it covered.
-func (m *member) issue(e *Engine, is *Issue[*join]) {
-	start := time.Now()
-	err := m.issuer.Discard(is.Off, is.Len)
-	end := time.Now()
+// finish settles TRIM id: it runs on the lane, from the Issuer's Wait.
+func (m *member) finish(id int, err error) {
+	is := &m.slots[id]
+	end := m.e.clock.Now()
 	if err != nil {
 		err = fmt.Errorf("discard member %d [%d, +%d): %w", m.idx, is.Off, is.Len, err)
 	}
 	m.mu.Lock()
-	m.q.Finish(is.ID)
+	if !m.q.Finish(is.ID) && verify.On {
+		panic(fmt.Sprintf("discard member %d: TRIM slot %d finished twice", m.idx, id))
+	}
+	m.free = append(m.free, id)
 	m.busy.Add(-1)
 	m.lastEnd = end
 	m.stats.completed++
-	m.stats.latency.record(end.Sub(start))
+	m.stats.latency.record(end.Sub(m.startAt[id]))
 	if err != nil {
 		m.stats.errors++
+		m.e.failedTrim(is.Seqs) // no discard with a piece in it counts as trimmed
 	}
 	m.publish()
-	m.cond.Broadcast() // writes and reads waiting for this TRIM
+	resume := m.unpark()
+	m.cond.Broadcast() // Drain
 	m.mu.Unlock()
-	if err != nil && e.onError != nil {
-		e.onError(Range{Member: m.idx, Off: is.Off, Len: is.Len}, err)
+	if err != nil && m.e.onError != nil {
+		m.e.onError(Range{Member: m.idx, Off: is.Off, Len: is.Len}, err)
 	}
 	for _, p := range is.Parts {
 		p.Tag.settle(p.Bytes, err)
 	}
-	clear(is.Parts) // drop the joins: they go back to the pool
+	clear(is.Parts) // drop the discards: their slots are reused
+	resumeAll(resume)
+}
+
+// unpark takes the parked requests that may go on now off the wait lists
+// and returns them, linked, to be resumed once mu is released: writes whose
+// range no TRIM in flight touches, and reads whose range nothing pending
+// touches. mu held.
+func (m *member) unpark() *Ticket {
+	var out *Ticket
+	take := func(list **Ticket, clear func(t *Ticket) bool) {
+		for p := list; *p != nil; {
+			t := *p
+			if m.closed || m.down || clear(t) {
+				*p = t.next
+				t.next = out
+				out = t
+				continue
+			}
+			p = &t.next
+		}
+	}
+	take(&m.writers, func(t *Ticket) bool { return !m.q.OverlapsInFlight(t.off, t.end-t.off) })
+	take(&m.readers, func(t *Ticket) bool { return !m.q.Overlaps(t.off, t.end-t.off) })
+	return out
+}
+
+// park puts t on list for [off, off+n); mu held.
+func (m *member) park(list **Ticket, t *Ticket, off, n int64) {
+	if t.parked.Swap(true) && verify.On {
+		panic(fmt.Sprintf("discard member %d: a request parked twice", m.idx))
+	}
+	t.off, t.end = off, off+n
+	t.next = *list
+	*list = t
+}
+
+// resumeAll resumes the requests of a list unpark returned. Each ticket is
+// unlinked before its waiter runs, since the request may park again at once.
+func resumeAll(t *Ticket) {
+	for t != nil {
+		next := t.next
+		t.next = nil
+		t.parked.Store(false)
+		t.Waiter.Resume()
+		t = next
+	}
 }
 
 // snapshot returns the member's statistics; mu held.

@@ -12,12 +12,18 @@ import (
 	"pgregory.net/rapid"
 
 	"uraid/discard/simssd"
+	"uraid/internal/clock"
 )
 
 // The model test runs random interleavings of writes, reads, discards,
 // flushes and drains from several goroutines against an engine over
 // simulated SSDs, mirrored in pairs and striped like raid10, and checks the
-// result against a reference model of every 512-byte unit.
+// result against a reference model of every 512-byte unit. Each goroutine
+// uses the engine exactly as the array does: BeginWrite/EndWrite around the
+// member writes, BeginRead/EndRead around reading the copy the engine
+// picks, Discard with a Completer, and a parked request waits for its
+// Waiter and tries again. Time is virtual, so pacing (MinGap, MaxDefer)
+// runs without waiting.
 
 // modelChecks is how many cases the rapid tests run unless -rapid.checks
 // or RAPID_CHECKS says otherwise.
@@ -106,7 +112,7 @@ type yielder struct {
 	yields int
 }
 
-func (y yielder) Discard(off, n int64) error {
+func (y yielder) trim(off, n int64) error {
 	for range y.yields {
 		runtime.Gosched()
 	}
@@ -156,26 +162,27 @@ func (r *modelRun) readUnit(x int) (a, b byte, ok bool) {
 func (r *modelRun) run(g int, ops []modelOp) {
 	base := g * r.region
 	st := make([]unitState, r.region)
-	var rs []Range
+	resumed := make(waiter, 1)
+	w := &Write{Ticket: Ticket{Waiter: resumed}}
+	rd := &Read{Ticket: Ticket{Waiter: resumed}}
+	done := make(completer, 1)
+	d := &Discard{Done: done}
 	for i, op := range ops {
 		u := base + op.u
 		switch op.kind {
 		case opWrite:
-			rs = r.lay.ranges(u, op.n, rs[:0])
-			buf := make([]byte, 0, op.n*unit)
-			for _, rg := range rs {
-				if err := r.e.WaitWrite(rg.Member, rg.Off, rg.Len); err != nil {
-					r.fail("op %d: %v", i, err)
-				}
+			w.Ranges = r.lay.ranges(u, op.n, w.Ranges[:0])
+			for !r.e.BeginWrite(w) {
+				<-resumed
 			}
-			for _, rg := range rs {
+			buf := make([]byte, 0, op.n*unit)
+			for j, rg := range w.Ranges {
 				buf = buf[:rg.Len]
-				for j := range buf {
-					buf[j] = op.val
+				for k := range buf {
+					buf[k] = op.val
 				}
-				r.e.StartIO(rg.Member)
 				_, err := r.devs[rg.Member].WriteAt(buf, rg.Off)
-				r.e.EndIO(rg.Member)
+				r.e.EndWrite(w, j)
 				if err != nil {
 					r.fail("op %d: %v", i, err)
 				}
@@ -184,16 +191,15 @@ func (r *modelRun) run(g int, ops []modelOp) {
 				st[x] = unitState{val: op.val}
 			}
 		case opDiscard:
-			rs = r.lay.ranges(u, op.n, rs[:0])
+			d.Ranges = r.lay.ranges(u, op.n, d.Ranges[:0])
 			r.mu.Lock()
-			for _, rg := range rs {
+			for _, rg := range d.Ranges {
 				for o := rg.Off; o < rg.End(); o += unit {
 					r.requested[rg.Member][o/unit] = true
 				}
 			}
 			r.mu.Unlock()
-			done := make(chan error, 1)
-			r.e.Discard(rs, func(err error) { done <- err })
+			r.e.Discard(d)
 			if err := <-done; err != nil {
 				r.fail("op %d: discard: %v", i, err)
 			}
@@ -212,27 +218,24 @@ func (r *modelRun) run(g int, ops []modelOp) {
 			if op.kind == opFlush {
 				from, n = 0, r.region
 			}
-			rs = r.lay.ranges(base+from, n, rs[:0])
-			for _, rg := range rs {
-				if err := r.e.WaitRead(rg.Member, rg.Off, rg.Len); err != nil {
-					r.fail("op %d: %v", i, err)
-				}
-			}
+			rd.Reset()
 			for x := from; x < from+n; x++ {
-				a, b, ok := r.readUnit(base + x)
-				if !ok {
-					return
+				a, b, off := r.lay.copies(base + x)
+				rd.Add(Range{Member: a, Off: off, Len: unit}, Range{Member: b, Off: off, Len: unit})
+			}
+			for !r.e.BeginRead(rd, uint32(i)) {
+				<-resumed
+			}
+			ok := true
+			for j := range rd.Pieces {
+				x := from + j
+				if ok {
+					ok = r.checkRead(i, base+x, rd.Pieces[j].Pick().Member, &st[x])
 				}
-				if a != b {
-					r.fail("op %d: unit %d reads %d and %d from its two copies", i, base+x, a, b)
-					return
-				}
-				if !st[x].allows(a) {
-					r.fail("op %d: unit %d reads %d, model %+v", i, base+x, a, st[x])
-					return
-				}
-				// Nothing is pending over it any more: the value is settled.
-				st[x] = unitState{val: a}
+				r.e.EndRead(rd, j)
+			}
+			if !ok {
+				return
 			}
 		case opDrain:
 			r.e.Drain()
@@ -244,6 +247,31 @@ func (r *modelRun) run(g int, ops []modelOp) {
 		}
 	}
 	r.final(g, st)
+}
+
+// checkRead checks an admitted read of unit x: the copy the engine picked
+// and the other copy agree (no discard may be pending over either), and the
+// value is one the model allows; then the value is settled.
+func (r *modelRun) checkRead(op, x, picked int, s *unitState) bool {
+	a, b, ok := r.readUnit(x)
+	if !ok {
+		return false
+	}
+	ma, mb, _ := r.lay.copies(x)
+	if picked != ma && picked != mb {
+		r.fail("op %d: unit %d read from member %d, which holds no copy", op, x, picked)
+		return false
+	}
+	if a != b {
+		r.fail("op %d: unit %d reads %d and %d from its two copies", op, x, a, b)
+		return false
+	}
+	if !s.allows(a) {
+		r.fail("op %d: unit %d reads %d, model %+v", op, x, a, *s)
+		return false
+	}
+	*s = unitState{val: a} // nothing is pending over it any more: the value is settled
+	return true
 }
 
 // final checks the region once its goroutine is done: drained units are
@@ -281,26 +309,29 @@ func TestEngineModel(t *testing.T) {
 		crash := rapid.Bool().Draw(t, "crash")
 
 		r := &modelRun{lay: lay, mode: mode, region: region, states: make([][]unitState, goroutines)}
+		clk := clock.NewVirtual(time.Unix(0, 0))
 		var members []Member
 		for range 2 * pairs {
 			dev, err := simssd.New(simssd.Config{Size: int64(memberUnits) * unit, Record: true,
-				Clock: simssd.NewVirtualClock(time.Unix(0, 0))})
+				TrimLatency: time.Duration(rapid.IntRange(0, 2).Draw(t, "trimlat")) * time.Millisecond, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
 			r.devs = append(r.devs, dev)
 			r.requested = append(r.requested, make([]bool, memberUnits))
+			y := yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")}
 			members = append(members, Member{
-				Issuer:      yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")},
+				Issuer:      Blocking(y.trim, clk),
 				InFlight:    rapid.IntRange(1, 3).Draw(t, "inflight"),
 				MaxLen:      int64(rapid.IntRange(0, 3).Draw(t, "maxlen")) * unit,
 				Granularity: unit,
 				MaxQueued:   rapid.IntRange(1, 4).Draw(t, "maxqueued"),
 				YieldToIO:   rapid.Bool().Draw(t, "yield"),
 				MaxDefer:    time.Millisecond,
+				MinGap:      time.Duration(rapid.IntRange(0, 1).Draw(t, "mingap")) * time.Millisecond,
 			})
 		}
-		e, err := New(Config{Mode: mode, Members: members})
+		e, err := New(Config{Mode: mode, Members: members, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}

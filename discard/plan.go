@@ -69,6 +69,9 @@ type Issue[T comparable] struct {
 	Parts    []Part[T]
 	ID       uint64
 	Merged   int // queued pieces beyond the first that this TRIM covers
+	// Seqs are the lowest and highest order numbers the pieces it covers
+	// can have: the oldest of them, and the last pushed before it.
+	Seqs [2]uint64
 }
 
 // NewQueue returns an empty queue whose TRIMs are at most maxLen bytes long
@@ -105,12 +108,19 @@ func (q *Queue[T]) Cancelled() int64 { return q.cancelled }
 // Oldest is past it.
 func (q *Queue[T]) LastSeq() uint64 { return q.seq }
 
-// Push queues [off, off+n) for tag. Nothing happens for n <= 0.
-func (q *Queue[T]) Push(off, n int64, tag T) {
+// Push queues [off, off+n) for tag with the next order number. Nothing
+// happens for n <= 0.
+func (q *Queue[T]) Push(off, n int64, tag T) { q.PushAt(off, n, tag, q.seq+1) }
+
+// PushAt is Push with the order number given, for queues that share one
+// numbering (the engine's members do, so that one number says how far a
+// discard over several members has got). seq must be above LastSeq; a
+// lower one is taken as LastSeq+1, so order numbers only ever grow.
+func (q *Queue[T]) PushAt(off, n int64, tag T, seq uint64) {
 	if n <= 0 {
 		return
 	}
-	q.seq++
+	q.seq = max(seq, q.seq+1)
 	p := piece[T]{off: off, end: off + n, seq: q.seq, tag: tag}
 	var zero T
 	if tag == zero {
@@ -314,6 +324,7 @@ func (q *Queue[T]) popAround(oi int, focus int64, dst *Issue[T]) {
 	q.nextID++
 	q.inflight = append(q.inflight, flight{off: lo, end: hi, seq: oldest, id: q.nextID})
 	dst.Off, dst.Len, dst.ID, dst.Merged = lo, hi-lo, q.nextID, touched-1
+	dst.Seqs = [2]uint64{oldest, q.seq}
 }
 
 // run returns the extent of the gap-free union of queued bytes that contains

@@ -6,7 +6,8 @@ import (
 )
 
 // Limits on a geometry. They keep every offset the package computes far
-// from int64 overflow: MaxMembers * MaxMemberBytes < 2^63.
+// from int64 overflow: MaxMembers * MaxMemberBytes < 2^63. They are uraid's
+// limits: creating an array and reading a superblock hold it to the same.
 const (
 	SectorBytes       = 512
 	MinChunkBytes     = 4 << 10
@@ -20,8 +21,9 @@ const (
 // array's metadata; New checks it.
 type Geometry struct {
 	Level Level
-	// Layout is the RAID10 copy placement; other levels ignore it.
-	Layout Layout10
+	// Layout is the RAID10 copy placement: Near2, Far2 or Offset2 for
+	// RAID10, NoLayout for every other level.
+	Layout Layout
 	// ChunkBytes is the stripe unit of RAID0 and RAID10, a power of two
 	// from 4 KiB to 1 GiB; 0 selects DefaultChunkBytes. Linear and RAID1
 	// have no chunk and need 0.
@@ -33,7 +35,7 @@ type Geometry struct {
 // Map answers where the bytes of one array live. Build it with New.
 type Map struct {
 	level  Level
-	layout Layout10
+	layout Layout
 	n      int   // members
 	chunk  int64 // bytes; 0 for linear and raid1
 	shift  uint  // log2(chunk)
@@ -54,8 +56,11 @@ type Map struct {
 // smallest member; see Size for what that yields.
 func New(g Geometry) (*Map, error) {
 	m := &Map{level: g.Level, layout: g.Layout, n: len(g.MemberBytes)}
-	if !g.Level.valid() {
+	if !g.Level.Valid() {
 		return nil, fmt.Errorf("%w: level %v is not linear, raid0, raid1 or raid10", ErrGeometry, g.Level)
+	}
+	if err := checkLevelLayout(g.Level, g.Layout); err != nil {
+		return nil, err
 	}
 	if err := m.checkMembers(g); err != nil {
 		return nil, err
@@ -139,9 +144,6 @@ func (m *Map) initStriped(g Geometry) error {
 		m.chunks = perMember * n
 		memberChunks = perMember
 	case RAID10:
-		if !g.Layout.valid() {
-			return fmt.Errorf("%w: raid10 layout %v is not n2, f2 or o2", ErrGeometry, g.Layout)
-		}
 		if m.n < 2 {
 			return fmt.Errorf("%w: raid10 with %d member keeps both copies on one device (give at least 2 members)", ErrGeometry, m.n)
 		}
@@ -183,8 +185,8 @@ func (m *Map) Members() int { return m.n }
 // Level returns the RAID level.
 func (m *Map) Level() Level { return m.level }
 
-// Layout returns the RAID10 layout; it is meaningless for other levels.
-func (m *Map) Layout() Layout10 { return m.layout }
+// Layout returns the RAID10 layout, NoLayout for other levels.
+func (m *Map) Layout() Layout { return m.layout }
 
 // ChunkBytes returns the chunk size, 0 for linear and raid1.
 func (m *Map) ChunkBytes() int64 { return m.chunk }

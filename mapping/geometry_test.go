@@ -38,12 +38,12 @@ func TestNewSize(t *testing.T) {
 		memberUsed: []int64{mib - 512, mib - 512, mib - 512},
 	}, {
 		name: "n2 on 3 members with an odd slot count leaves the last slot unused",
-		geo:  Geometry{Level: RAID10, ChunkBytes: 4 * kib, MemberBytes: []int64{12 * kib, 12 * kib, 13 * kib}},
+		geo:  Geometry{Level: RAID10, Layout: Near2, ChunkBytes: 4 * kib, MemberBytes: []int64{12 * kib, 12 * kib, 13 * kib}},
 		size: 4 * 4 * kib, chunk: 4 * kib, copies: 2, // 9 slots hold 4 chunks
 		memberUsed: []int64{12 * kib, 12 * kib, 12 * kib},
 	}, {
 		name: "n2 on 3 members, even slot count",
-		geo:  Geometry{Level: RAID10, ChunkBytes: 4 * kib, MemberBytes: []int64{16 * kib, 16 * kib, 16 * kib}},
+		geo:  Geometry{Level: RAID10, Layout: Near2, ChunkBytes: 4 * kib, MemberBytes: []int64{16 * kib, 16 * kib, 16 * kib}},
 		size: 6 * 4 * kib, chunk: 4 * kib, copies: 2,
 		memberUsed: []int64{16 * kib, 16 * kib, 16 * kib},
 	}, {
@@ -89,17 +89,21 @@ func TestNewRejects(t *testing.T) {
 		{"negative member", Geometry{Level: RAID1, MemberBytes: []int64{-512}}, "member 0"},
 		{"huge member", Geometry{Level: RAID0, MemberBytes: []int64{1 << 20, MaxMemberBytes + 1}}, "member 1"},
 		{"chunk not a power of two", Geometry{Level: RAID0, ChunkBytes: 12 * kib, MemberBytes: ok}, "power of two"},
-		{"chunk too small", Geometry{Level: RAID10, ChunkBytes: 2 * kib, MemberBytes: ok}, "power of two"},
+		{"chunk too small", Geometry{Level: RAID10, Layout: Near2, ChunkBytes: 2 * kib, MemberBytes: ok}, "power of two"},
 		{"chunk too big", Geometry{Level: RAID0, ChunkBytes: 2 << 30, MemberBytes: ok}, "power of two"},
 		{"negative chunk", Geometry{Level: RAID0, ChunkBytes: -4096, MemberBytes: ok}, "power of two"},
 		{"chunk on linear", Geometry{Level: Linear, ChunkBytes: 4096, MemberBytes: ok}, "no chunk"},
 		{"chunk on raid1", Geometry{Level: RAID1, ChunkBytes: 4096, MemberBytes: ok}, "no chunk"},
 		{"raid1 too wide", Geometry{Level: RAID1, MemberBytes: make17()}, "copies"},
-		{"raid10 on one member", Geometry{Level: RAID10, MemberBytes: []int64{1 << 20}}, "at least 2"},
-		{"raid10 unknown layout", Geometry{Level: RAID10, Layout: 5, MemberBytes: ok}, "layout"},
+		{"raid10 on one member", Geometry{Level: RAID10, Layout: Near2, MemberBytes: []int64{1 << 20}}, "at least 2"},
+		{"raid10 unknown layout", Geometry{Level: RAID10, Layout: 5, MemberBytes: ok}, "layout Layout(5) is not n2, f2 or o2"},
+		{"raid10 negative layout", Geometry{Level: RAID10, Layout: -1, MemberBytes: ok}, "not n2, f2 or o2"},
+		{"raid10 without layout", Geometry{Level: RAID10, MemberBytes: ok}, "raid10 needs a layout"},
+		{"layout on raid0", Geometry{Level: RAID0, Layout: Far2, MemberBytes: ok}, "layout f2 given for raid0"},
+		{"n2 on raid1", Geometry{Level: RAID1, Layout: Near2, MemberBytes: ok}, "only raid10 has a layout"},
 		{"member smaller than a chunk", Geometry{Level: RAID0, ChunkBytes: 1 << 20, MemberBytes: []int64{1 << 20, 1<<20 - 512}}, "smaller chunk"},
 		{"f2 needs two chunks per member", Geometry{Level: RAID10, Layout: Far2, ChunkBytes: 1 << 20, MemberBytes: []int64{2<<20 - 512, 4 << 20}}, "smaller chunk"},
-		{"n2 member smaller than a chunk", Geometry{Level: RAID10, ChunkBytes: 1 << 20, MemberBytes: []int64{1<<20 - 512, 4 << 20}}, "smaller chunk"},
+		{"n2 member smaller than a chunk", Geometry{Level: RAID10, Layout: Near2, ChunkBytes: 1 << 20, MemberBytes: []int64{1<<20 - 512, 4 << 20}}, "smaller chunk"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

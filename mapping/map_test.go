@@ -11,7 +11,7 @@ import (
 func TestWriteNear2ThreeMembers(t *testing.T) {
 	// Slots run 2c, 2c+1 across members 0, 1, 2, so chunk 1 is on member 2
 	// row 0 and member 0 row 1 (see docs/layouts.md).
-	m, err := New(Geometry{Level: RAID10, ChunkBytes: 4 * kib, MemberBytes: []int64{16 * kib, 16 * kib, 16 * kib}})
+	m, err := New(Geometry{Level: RAID10, Layout: Near2, ChunkBytes: 4 * kib, MemberBytes: []int64{16 * kib, 16 * kib, 16 * kib}})
 	require.NoError(t, err)
 	got, err := m.Write(5*kib, 8*kib, nil)
 	require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestReadRAID1(t *testing.T) {
 }
 
 func TestRequestErrors(t *testing.T) {
-	m, err := New(Geometry{Level: RAID10, ChunkBytes: 4 * kib, MemberBytes: []int64{64 * kib, 64 * kib}})
+	m, err := New(Geometry{Level: RAID10, Layout: Near2, ChunkBytes: 4 * kib, MemberBytes: []int64{64 * kib, 64 * kib}})
 	require.NoError(t, err)
 	size := m.Size()
 	tests := []struct {

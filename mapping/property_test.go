@@ -13,13 +13,13 @@ import (
 type layoutCase struct {
 	name   string
 	level  Level
-	layout Layout10
+	layout Layout
 }
 
 var layoutCases = []layoutCase{
-	{"linear", Linear, Near2},
-	{"raid0", RAID0, Near2},
-	{"raid1", RAID1, Near2},
+	{"linear", Linear, NoLayout},
+	{"raid0", RAID0, NoLayout},
+	{"raid1", RAID1, NoLayout},
 	{"raid10-n2", RAID10, Near2},
 	{"raid10-f2", RAID10, Far2},
 	{"raid10-o2", RAID10, Offset2},
@@ -316,7 +316,7 @@ func TestPropertyBadInput(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		g := Geometry{
 			Level:      Level(rapid.IntRange(-1, 6).Draw(t, "level")),
-			Layout:     Layout10(rapid.IntRange(-1, 4).Draw(t, "layout")),
+			Layout:     Layout(rapid.IntRange(-1, 4).Draw(t, "layout")),
 			ChunkBytes: rapid.SampledFrom([]int64{-4096, 0, 1, 512, 4095, 4096, 6144, 1 << 20, 1 << 30, 1 << 31, 1 << 62}).Draw(t, "chunk"),
 		}
 		for i := range rapid.IntRange(0, 20).Draw(t, "members") {

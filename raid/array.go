@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"uraid/discard"
+	"uraid/internal/clock"
 	"uraid/mapping"
 )
 
@@ -55,7 +56,6 @@ type Array struct {
 	readTurn []uint32
 	discard  discardStats
 	engine   *discard.Engine
-	issuers  []memberIssuer // closed after the engine
 	// unclean is set while the array carries an unclean end of its last run (its superblocks
 	// were dirty when it was assembled, or the daemon serving it died): copies of a mirror may
 	// disagree where writes were in flight, until a resync brings them back in step.
@@ -69,6 +69,10 @@ type Options struct {
 	Discard       DiscardOptions
 	// Degraded allows an array with missing or stale members to run on the remaining copies.
 	Degraded bool
+	// Clock paces the TRIM engine (nil: the wall clock); tests inject a manual one.
+	Clock clock.Clock
+	// newIssuer, when set, makes the members' TRIM issuers instead of io_uring: a test hook.
+	newIssuer func(m *Member, dataOff int64, inflight int) (discard.Issuer, error)
 }
 
 // Assemble opens the members at paths, checks that they form the array called name and returns it
@@ -166,7 +170,7 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 		}
 	}
 	if !a.readable() {
-		return nil, fmt.Errorf("array %s: %w: too many members are missing for level %v to have every byte", sb.Name, ErrArrayFailed, sb.Level)
+		return nil, fmt.Errorf("array %s: %w: too many members are missing for level %s to have every byte", sb.Name, ErrArrayFailed, sb.Level.ShortName())
 	}
 	for q := range a.tags {
 		a.tags[q] = make([]tagState, o.Depth)
@@ -174,11 +178,16 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 			a.tags[q][t].init()
 		}
 	}
-	e, issuers, err := newEngine(a, o.Discard)
+	e, err := newEngine(a, o.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
 	}
-	a.engine, a.issuers = e, issuers
+	a.engine = e
+	for i := range members {
+		if !a.active(i) {
+			e.Fail(i) // no reads steered to a missing member, no TRIMs queued for it
+		}
+	}
 	// A clean stop marks the members clean; dirty ones were not stopped.
 	a.unclean.Store(sb.State == StateDirty)
 	return a, nil
@@ -201,14 +210,14 @@ func (a *Array) readable() bool {
 	n := a.m.Members()
 	ok := func(i int) bool { return MemberState(a.state[i].Load()) == MemberActive }
 	switch a.sb.Level {
-	case LevelRAID1:
+	case mapping.RAID1:
 		for i := range n {
 			if ok(i) {
 				return true
 			}
 		}
 		return false
-	case LevelRAID10:
+	case mapping.RAID10:
 		// Every chunk has two copies on different members; a chunk is lost when both are down.
 		// Probing one row of chunks per member pair covers every placement the layouts make.
 		var pieces [1]mapping.Piece
@@ -283,10 +292,12 @@ func (a *Array) writeSuperblocks(st State) error {
 	return errors.Join(errs...)
 }
 
-// fail takes member i out of service after an I/O error.
+// fail takes member i out of service after an I/O error: no more reads or writes go to it, and
+// the engine drops its queued TRIMs.
 func (a *Array) fail(i int, err error) {
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
+		a.engine.Fail(i)
 	}
 }
 
@@ -308,10 +319,7 @@ func (a *Array) Flush() error {
 func (a *Array) Close() error {
 	var errs []error
 	if a.engine != nil {
-		errs = append(errs, a.engine.Close())
-	}
-	for _, i := range a.issuers {
-		errs = append(errs, i.close())
+		errs = append(errs, a.engine.Close()) // and the members' TRIM issuers
 	}
 	for _, m := range a.members {
 		if m != nil {

@@ -14,30 +14,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/discard"
+	"uraid/internal/clock"
+	"uraid/mapping"
 	"uraid/ublk"
 )
 
 const harnessMaxIO = 256 << 10
 
 type arrayCase struct {
-	level  Level
-	layout Layout
+	level  mapping.Level
+	layout mapping.Layout
 	n      int
 	chunk  int64
 }
 
 func (c arrayCase) String() string {
-	return fmt.Sprintf("raid%v-%v-%dx", c.level, c.layout, c.n)
+	return fmt.Sprintf("%v-%v-%dx", c.level, c.layout, c.n)
 }
 
 var arrayCases = []arrayCase{
-	{LevelLinear, LayoutNone, 3, 0},
-	{LevelRAID0, LayoutNone, 4, 64 << 10},
-	{LevelRAID1, LayoutNone, 2, 0},
-	{LevelRAID10, LayoutN2, 4, 64 << 10},
-	{LevelRAID10, LayoutN2, 3, 16 << 10},
-	{LevelRAID10, LayoutF2, 4, 64 << 10},
-	{LevelRAID10, LayoutO2, 4, 64 << 10},
+	{mapping.Linear, mapping.NoLayout, 3, 0},
+	{mapping.RAID0, mapping.NoLayout, 4, 64 << 10},
+	{mapping.RAID1, mapping.NoLayout, 2, 0},
+	{mapping.RAID10, mapping.Near2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Near2, 3, 16 << 10},
+	{mapping.RAID10, mapping.Far2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Offset2, 4, 64 << 10},
 }
 
 func createArray(t *testing.T, c arrayCase, mode string) (*Array, []string) {
@@ -183,7 +185,7 @@ func TestArrayDiscard(t *testing.T) {
 // TestArrayMirrorFailover breaks one member of a mirror: writes still succeed, reads come from the
 // other copy, the array reports degraded, and the broken member is stale at the next assemble.
 func TestArrayMirrorFailover(t *testing.T) {
-	for _, c := range []arrayCase{{LevelRAID1, LayoutNone, 2, 0}, {LevelRAID10, LayoutN2, 4, 64 << 10}} {
+	for _, c := range []arrayCase{{mapping.RAID1, mapping.NoLayout, 2, 0}, {mapping.RAID10, mapping.Near2, 4, 64 << 10}} {
 		t.Run(c.String(), func(t *testing.T) {
 			a, paths := createArray(t, c, "sync")
 			h := harness(t, a)
@@ -221,7 +223,7 @@ func TestArrayMirrorFailover(t *testing.T) {
 }
 
 func TestAssembleRefuses(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 2, 64 << 10}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
 	require.NoError(t, a.Close())
 	_, err := Assemble("other", paths, Options{Queues: 1, Depth: 8})
 	require.Error(t, err)
@@ -239,23 +241,26 @@ func TestAssembleRefuses(t *testing.T) {
 }
 
 func TestEngineConfigInFlight(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 3, 64 << 10}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 3, 64 << 10}, "sync")
 	defer a.Close()
-	cfg, issuers, err := engineConfig(a, DiscardOptions{Mode: "async", MinGap: 5, MemberInFlight: map[string]int{paths[1]: 7}})
-	require.NoError(t, err)
-	for _, i := range issuers {
-		i.close()
+	closeIssuers := func(cfg discard.Config) {
+		for _, m := range cfg.Members {
+			if m.Issuer != nil {
+				m.Issuer.Close()
+			}
+		}
 	}
+	cfg, err := engineConfig(a, DiscardOptions{Mode: "async", MinGap: 5, MemberInFlight: map[string]int{paths[1]: 7}})
+	require.NoError(t, err)
+	closeIssuers(cfg)
 	require.Len(t, cfg.Members, 3)
 	assert.Equal(t, 1, cfg.Members[0].InFlight, "files take one TRIM at a time by default")
 	assert.Equal(t, 7, cfg.Members[1].InFlight, "a per-member setting wins")
 	assert.EqualValues(t, 5, cfg.Members[2].MinGap)
 	assert.EqualValues(t, 4096, cfg.Members[0].Granularity)
-	cfg, issuers, err = engineConfig(a, DiscardOptions{InFlight: 3, MemberInFlight: map[string]int{paths[2]: 2}})
+	cfg, err = engineConfig(a, DiscardOptions{InFlight: 3, MemberInFlight: map[string]int{paths[2]: 2}})
 	require.NoError(t, err)
-	for _, i := range issuers {
-		i.close()
-	}
+	closeIssuers(cfg)
 	assert.Equal(t, []int{3, 3, 2}, []int{cfg.Members[0].InFlight, cfg.Members[1].InFlight, cfg.Members[2].InFlight})
 }
 
@@ -263,7 +268,7 @@ func TestEngineConfigInFlight(t *testing.T) {
 // allocate nothing once warm: the mapping goes into per-tag slices and member I/O onto the queue's
 // ring.
 func TestArrayHotPathAllocs(t *testing.T) {
-	a, _ := createArray(t, arrayCase{LevelRAID10, LayoutN2, 4, 64 << 10}, "async")
+	a, _ := createArray(t, arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}, "async")
 	defer a.Close()
 	h := harness(t, a)
 	for _, r := range []ublk.HarnessRequest{
@@ -286,7 +291,7 @@ func TestArrayHotPathAllocs(t *testing.T) {
 // TestArrayReadsSpreadOverMirrors checks that reads use every copy, not only the first of each
 // mirror set: a mirror's point is twice the read capacity as much as a second copy.
 func TestArrayReadsSpreadOverMirrors(t *testing.T) {
-	for _, c := range []arrayCase{{LevelRAID1, LayoutNone, 2, 0}, {LevelRAID10, LayoutN2, 4, 64 << 10}, {LevelRAID10, LayoutN2, 3, 16 << 10}} {
+	for _, c := range []arrayCase{{mapping.RAID1, mapping.NoLayout, 2, 0}, {mapping.RAID10, mapping.Near2, 4, 64 << 10}, {mapping.RAID10, mapping.Near2, 3, 16 << 10}} {
 		t.Run(c.String(), func(t *testing.T) {
 			a, _ := createArray(t, c, "sync")
 			defer a.Close()
@@ -307,20 +312,23 @@ func TestArrayReadsSpreadOverMirrors(t *testing.T) {
 // TestArrayReadsAvoidPendingTrims: while one mirror has TRIMs to do, reads go to the other copy,
 // so they neither wait behind those TRIMs nor hold them back; once it is done, reads spread again.
 func TestArrayReadsAvoidPendingTrims(t *testing.T) {
-	c := arrayCase{LevelRAID1, LayoutNone, 2, 0}
+	c := arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
-	// The gap keeps member 0's second TRIM queued for a while after its first.
-	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async", MinGap: 2 * time.Second}})
+	// The gap keeps member 0's second TRIM queued after its first until the test moves the clock.
+	clk := clock.NewManual(time.Unix(0, 0))
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: clk, Discard: DiscardOptions{Mode: "async", MinGap: 2 * time.Second}})
 	require.NoError(t, err)
 	defer a.Close()
 	h := harness(t, a)
 	for _, off := range []int64{4 << 20, 5 << 20} { // away from the reads, which would wait for them
-		a.engine.Discard([]discard.Range{{Member: 0, Off: off, Len: 4096}}, func(error) {})
+		done := make(discardDone, 1)
+		a.engine.Discard(&discard.Discard{Ranges: []discard.Range{{Member: 0, Off: off, Len: 4096}}, Done: done})
+		require.NoError(t, <-done)
 	}
-	require.Eventually(t, func() bool { return a.engine.Pending(0) && !a.engine.Busy(0) }, 5*time.Second, time.Millisecond)
+	waitFor(t, func() bool { st := a.engine.Stats()[0]; return st.Completed == 1 && st.Queued == 1 })
 	reads := func() [2]uint64 {
 		st := a.Status("", 0)
 		return [2]uint64{st.Members[0].IO.Reads, st.Members[1].IO.Reads}
@@ -333,9 +341,112 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	assert.Equal(t, before[0], after[0], "no read may go to the member with TRIMs pending")
 	assert.EqualValues(t, 100, after[1]-before[1])
 
+	clk.Advance(2 * time.Second)
 	a.engine.Drain()
 	for i := range 100 {
 		do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
 	}
 	assert.InDelta(t, 50, float64(reads()[0]-after[0]), 25, "with no TRIM pending reads spread over both copies")
+}
+
+// discardDone is a discard.Completer that reports on a channel.
+type discardDone chan error
+
+func (d discardDone) Done(err error) { d <- err }
+
+// waitFor polls cond until it holds: a wait for state, bounded only to turn a hang into a failure.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("the array never got to the expected state")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// heldTrims makes each member's TRIMs wait at a gate the test opens, then punch the hole for
+// real, so that a test decides what is in flight.
+type heldTrims struct {
+	entered chan struct{} // a TRIM reached its member
+	hold    chan struct{}
+}
+
+func newHeldTrims() *heldTrims {
+	return &heldTrims{entered: make(chan struct{}, 64), hold: make(chan struct{}, 64)}
+}
+
+func (h *heldTrims) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+	return discard.Blocking(func(off, n int64) error {
+		h.entered <- struct{}{}
+		<-h.hold
+		return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))
+	}, nil), nil
+}
+
+func (h *heldTrims) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-h.entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a TRIM never reached its member")
+		}
+	}
+}
+
+// TestArrayParksAroundTrims: a write over a TRIM in flight and a read of bytes with a TRIM
+// pending wait for it without blocking the queue (another request completes meanwhile), then go
+// on through the ring: the write is not undone by the TRIM, and the read sees the trimmed bytes.
+func TestArrayParksAroundTrims(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	require.NoError(t, err)
+	held := newHeldTrims()
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})
+	require.NoError(t, err)
+	defer a.Close()
+	h := harness(t, a)
+	old := bytes.Repeat([]byte{0x11}, 64<<10)
+	do(t, h, ublk.OpWrite, 0, old)
+	do(t, h, ublk.OpWrite, 1<<20, old)
+
+	// A write over the TRIMs in flight waits; a read elsewhere is served meanwhile.
+	do(t, h, ublk.OpDiscard, 0, make([]byte, 64<<10))
+	held.wait(t, 2)
+	fresh := bytes.Repeat([]byte{0x22}, 4096)
+	copy(h.Buf(1), fresh)
+	require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 8192, Length: 4096}))
+	assert.EqualValues(t, 1, a.Status("", 0).Discard.ParkedWrites)
+	require.NoError(t, h.Start(2, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 1 << 20, Length: 4096}))
+	tag, res, err := h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(2), tag, "the parked write held up the queue")
+	assert.EqualValues(t, 4096, res)
+	held.hold <- struct{}{}
+	held.hold <- struct{}{}
+	tag, res, err = h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(1), tag)
+	assert.EqualValues(t, 4096, res)
+	a.DrainDiscards()
+	for turn := range 2 { // both copies
+		got := do(t, h, ublk.OpRead, 8192, make([]byte, 4096))
+		assert.Equal(t, fresh, got, "read %d: the TRIM undid the write", turn)
+	}
+
+	// A read of bytes being trimmed waits until every copy is done, and reads them trimmed.
+	do(t, h, ublk.OpDiscard, 1<<20, make([]byte, 64<<10))
+	held.wait(t, 2)
+	require.NoError(t, h.Start(3, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 1 << 20, Length: 4096}))
+	assert.EqualValues(t, 1, a.Status("", 0).Discard.ParkedReads)
+	held.hold <- struct{}{}
+	held.hold <- struct{}{}
+	tag, res, err = h.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, uint16(3), tag)
+	assert.EqualValues(t, 4096, res)
+	assert.Equal(t, make([]byte, 4096), h.Buf(3)[:4096])
 }

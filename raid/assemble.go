@@ -146,7 +146,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 			noun, strings.Join(idx, ", "), ErrMissingMember, pronoun))
 	}
 	if !ref.Level.Redundant() {
-		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level))
+		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level.ShortName()))
 	}
 	return a, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
 }
@@ -235,7 +235,7 @@ func assemblyGeometryDiff(sb, ref *Superblock) string {
 func describeGeometryField(sb *Superblock, field string) string {
 	switch field {
 	case geoLevel:
-		return fmt.Sprintf("level %s", sb.Level)
+		return fmt.Sprintf("level %s", sb.Level.ShortName())
 	case geoLayout:
 		return fmt.Sprintf("layout %q", sb.Layout)
 	case geoChunk:

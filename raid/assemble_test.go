@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"uraid/mapping"
 )
 
 // testArray returns superblocks for every member of one array built from
@@ -46,7 +48,7 @@ func TestCheckAssemblyComplete(t *testing.T) {
 }
 
 func TestCheckAssemblyNewestWins(t *testing.T) {
-	ms := testArray(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0 })
+	ms := testArray(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = mapping.RAID1, mapping.NoLayout, 0 })
 	ms[1].SB.Events = 58
 	ms[1].SB.State = StateClean
 	ms[1].SB.Name = "renamed"
@@ -67,7 +69,9 @@ func TestCheckAssemblyNewestWins(t *testing.T) {
 }
 
 func TestCheckAssemblyStale(t *testing.T) {
-	ms := testArray(t, 2, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize, sb.Events = LevelRAID1, LayoutNone, 0, 57 })
+	ms := testArray(t, 2, func(sb *Superblock) {
+		sb.Level, sb.Layout, sb.ChunkSize, sb.Events = mapping.RAID1, mapping.NoLayout, 0, 57
+	})
 	ms[1].SB.Events = 41
 	a, err := CheckAssembly(ms)
 	require.ErrorIs(t, err, ErrStaleMember)
@@ -85,18 +89,18 @@ func TestCheckAssemblyStale(t *testing.T) {
 func TestCheckAssemblyMissing(t *testing.T) {
 	tests := []struct {
 		name      string
-		level     Level
-		layout    Layout
+		level     mapping.Level
+		layout    mapping.Layout
 		chunk     uint64
 		given     []int
 		missing   []uint32
 		msg       string
 		redundant bool
 	}{
-		{"raid1 one gone", LevelRAID1, LayoutNone, 0, []int{0, 2, 3}, []uint32{1}, "member index 1 missing", true},
-		{"raid10 two gone", LevelRAID10, LayoutN2, 65536, []int{3, 0}, []uint32{1, 2}, "member indexes 1, 2 missing: no given device claims them", true},
-		{"raid0 one gone", LevelRAID0, LayoutNone, 65536, []int{1, 2, 3}, []uint32{0}, "member index 0 missing", false},
-		{"linear one gone", LevelLinear, LayoutNone, 0, []int{0, 1, 2}, []uint32{3}, "member index 3 missing", false},
+		{"raid1 one gone", mapping.RAID1, mapping.NoLayout, 0, []int{0, 2, 3}, []uint32{1}, "member index 1 missing", true},
+		{"raid10 two gone", mapping.RAID10, mapping.Near2, 65536, []int{3, 0}, []uint32{1, 2}, "member indexes 1, 2 missing: no given device claims them", true},
+		{"raid0 one gone", mapping.RAID0, mapping.NoLayout, 65536, []int{1, 2, 3}, []uint32{0}, "member index 0 missing", false},
+		{"linear one gone", mapping.Linear, mapping.NoLayout, 0, []int{0, 1, 2}, []uint32{3}, "member index 3 missing", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +117,7 @@ func TestCheckAssemblyMissing(t *testing.T) {
 			if tt.redundant {
 				assert.NotContains(t, err.Error(), "no redundancy")
 			} else {
-				assert.Contains(t, err.Error(), fmt.Sprintf("level %s has no redundancy", tt.level))
+				assert.Contains(t, err.Error(), fmt.Sprintf("level %s has no redundancy", tt.level.ShortName()))
 			}
 			require.NotNil(t, a)
 			assert.Equal(t, tt.missing, a.Missing)
@@ -149,7 +153,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 		return testArray(t, 2, func(sb *Superblock) {
 			sb.ArrayUUID[0] = 0xee
 			sb.Name = "other"
-			sb.Level, sb.Layout, sb.ChunkSize = LevelRAID1, LayoutNone, 0
+			sb.Level, sb.Layout, sb.ChunkSize = mapping.RAID1, mapping.NoLayout, 0
 		})
 	}
 	tests := []struct {
@@ -222,7 +226,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 			name: "level differs",
 			given: func(t *testing.T) []MemberSB {
 				ms := testArray(t, 3, nil)
-				ms[2].SB.Level, ms[2].SB.Layout = LevelRAID0, LayoutNone
+				ms[2].SB.Level, ms[2].SB.Layout = mapping.RAID0, mapping.NoLayout
 				ms[2].SB.Events = 3
 				return ms
 			},
@@ -234,7 +238,7 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 			name: "layout differs",
 			given: func(t *testing.T) []MemberSB {
 				ms := testArray(t, 2, nil)
-				ms[1].SB.Layout = LayoutN2
+				ms[1].SB.Layout = mapping.Near2
 				return ms
 			},
 			err:  ErrGeometryMismatch,
@@ -346,7 +350,7 @@ func TestPropertyAssembly(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tmpl := genSuperblock.Draw(t, "sb")
 		minMembers := uint32(1)
-		if tmpl.Level == LevelRAID10 {
+		if tmpl.Level == mapping.RAID10 {
 			minMembers = 2
 		}
 		tmpl.Members = rapid.Uint32Range(minMembers, 16).Draw(t, "members")

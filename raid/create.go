@@ -14,9 +14,9 @@ import (
 // CreateOptions describe a new array.
 type CreateOptions struct {
 	Name   string
-	Level  Level
-	Layout Layout // RAID10 only; LayoutNone picks n2
-	// Chunk is the stripe unit of RAID0 and RAID10 in bytes; 0 picks DefaultChunk.
+	Level  mapping.Level
+	Layout mapping.Layout // RAID10 only; mapping.NoLayout picks n2, md's default
+	// Chunk is the stripe unit of RAID0 and RAID10 in bytes; 0 picks mapping.DefaultChunkBytes.
 	Chunk int64
 	// Size is the bytes of each member to use, superblock area included. A member path that does
 	// not exist is created as a sparse file of Size bytes; 0 uses each existing member whole.
@@ -26,10 +26,6 @@ type CreateOptions struct {
 	// Force overwrites members that carry a uraid superblock or a filesystem.
 	Force bool
 }
-
-// DefaultChunk is the chunk size of RAID0 and RAID10 when none is given: large enough that a
-// 128 KiB request rarely spans two members, as in md.
-const DefaultChunk = 512 << 10
 
 // minData is the least data a member must hold: anything smaller is a mistake, not an array.
 const minData = 1 << 20
@@ -156,18 +152,26 @@ func checkCreateGeometry(o *CreateOptions) error {
 	if !o.Level.Valid() {
 		return fmt.Errorf("%w: unknown level; use linear, 0, 1 or 10", ErrBadGeometry)
 	}
-	least := map[Level]int{LevelLinear: 1, LevelRAID0: 1, LevelRAID1: 2, LevelRAID10: 2}[o.Level]
+	// A mirror of one member has no second copy: a mistake, not an array.
+	least := 1
+	if o.Level.Redundant() {
+		least = 2
+	}
 	if n < least {
-		return fmt.Errorf("%w: level %v needs at least %d members, got %d", ErrBadGeometry, o.Level, least, n)
+		return fmt.Errorf("%w: level %s needs at least %d members, got %d", ErrBadGeometry, o.Level.ShortName(), least, n)
 	}
-	if n > MaxMembers {
-		return fmt.Errorf("%w: %d members, at most %d", ErrBadGeometry, n, MaxMembers)
+	if n > mapping.MaxMembers {
+		return fmt.Errorf("%w: %d members, at most %d are supported; split them over several arrays",
+			ErrBadGeometry, n, mapping.MaxMembers)
 	}
-	if o.Level != LevelRAID10 && o.Layout != LayoutNone {
+	if !o.Layout.Valid() {
+		return fmt.Errorf("%w: unknown layout; use n2, f2 or o2", ErrBadGeometry)
+	}
+	if !o.Level.HasLayout() && o.Layout != mapping.NoLayout {
 		return fmt.Errorf("%w: --layout applies to level 10 only", ErrBadGeometry)
 	}
-	if o.Level == LevelRAID10 && o.Layout == LayoutNone {
-		o.Layout = LayoutN2
+	if o.Level.HasLayout() && o.Layout == mapping.NoLayout {
+		o.Layout = mapping.Near2
 	}
 	if !o.Level.Striped() {
 		if o.Chunk != 0 {
@@ -176,9 +180,9 @@ func checkCreateGeometry(o *CreateOptions) error {
 		return nil
 	}
 	if o.Chunk == 0 {
-		o.Chunk = DefaultChunk
+		o.Chunk = mapping.DefaultChunkBytes
 	}
-	if o.Chunk < MinChunkSize || o.Chunk > MaxChunkSize || o.Chunk&(o.Chunk-1) != 0 {
+	if o.Chunk < mapping.MinChunkBytes || o.Chunk > mapping.MaxChunkBytes || o.Chunk&(o.Chunk-1) != 0 {
 		return fmt.Errorf("%w: chunk %d bytes: use a power of two from 4K to 1G, e.g. --chunk 512K", ErrBadGeometry, o.Chunk)
 	}
 	if o.Size < 0 {
@@ -234,7 +238,7 @@ func dataSizeOf(o *CreateOptions, members []*Member) (int64, error) {
 			size = m.Size
 		}
 	}
-	data := (size - DefaultDataOffset) &^ (SectorSize - 1)
+	data := (size - DefaultDataOffset) &^ (mapping.SectorBytes - 1)
 	if data < minData {
 		who := "--size"
 		for _, m := range members {
@@ -249,11 +253,7 @@ func dataSizeOf(o *CreateOptions, members []*Member) (int64, error) {
 }
 
 func geometryMap(o *CreateOptions, dataSize int64) (*mapping.Map, error) {
-	g, err := mappingGeometry(o.Level, o.Layout, o.Chunk, len(o.Members), dataSize)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadGeometry, err)
-	}
-	m, err := mapping.New(g)
+	m, err := mapping.New(mappingGeometry(o.Level, o.Layout, o.Chunk, len(o.Members), dataSize))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadGeometry, err)
 	}

@@ -3,12 +3,15 @@ package raid
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/mapping"
 )
 
 const mib = 1 << 20
@@ -54,7 +57,7 @@ func closeAll(ms []*Member) {
 func TestCreateWritesSuperblocks(t *testing.T) {
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), sparseFile(t, dir, "m2", 64*mib), filepath.Join(dir, "sub", "m3")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: LevelRAID10, Size: 64 * mib, Members: paths})
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID10, Size: 64 * mib, Members: paths})
 	require.NoError(t, err)
 	closeAll(ms)
 	require.Len(t, sbs, 4)
@@ -70,8 +73,8 @@ func TestCreateWritesSuperblocks(t *testing.T) {
 		f.Close()
 		require.NoError(t, err)
 		assert.EqualValues(t, i, sb.Index)
-		assert.Equal(t, LayoutN2, sb.Layout)
-		assert.EqualValues(t, DefaultChunk, sb.ChunkSize)
+		assert.Equal(t, mapping.Near2, sb.Layout)
+		assert.EqualValues(t, mapping.DefaultChunkBytes, sb.ChunkSize)
 		assert.EqualValues(t, 63*mib, sb.DataSize)
 		read = append(read, MemberSB{Path: p, SB: sb})
 	}
@@ -80,7 +83,7 @@ func TestCreateWritesSuperblocks(t *testing.T) {
 	m, err := MapOf(&a.Newest)
 	require.NoError(t, err)
 	// 63 MiB per member holds 126 whole 512 KiB chunks; four members, two copies.
-	assert.EqualValues(t, 4*126*DefaultChunk/2, m.Size())
+	assert.EqualValues(t, 4*126*mapping.DefaultChunkBytes/2, m.Size())
 }
 
 func TestCreateRefusals(t *testing.T) {
@@ -100,10 +103,10 @@ func TestCreateRefusals(t *testing.T) {
 	}{
 		{"superblock present", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 2)
-			ms, _, err := Create(CreateOptions{Name: "old", Level: LevelRAID1, Members: ps})
+			ms, _, err := Create(CreateOptions{Name: "old", Level: mapping.RAID1, Members: ps})
 			require.NoError(t, err)
 			closeAll(ms)
-			return CreateOptions{Name: "new", Level: LevelRAID0, Members: ps}
+			return CreateOptions{Name: "new", Level: mapping.RAID0, Members: ps}
 		}, ErrHasSuperblock, "--force"},
 		{"filesystem present", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 2)
@@ -114,60 +117,60 @@ func TestCreateRefusals(t *testing.T) {
 			_, err = f.WriteAt(magic[:], 1024+56)
 			require.NoError(t, err)
 			f.Close()
-			return CreateOptions{Name: "t", Level: LevelRAID0, Members: ps}
+			return CreateOptions{Name: "t", Level: mapping.RAID0, Members: ps}
 		}, ErrHasFilesystem, "ext2/3/4"},
 		{"duplicate path", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 2)
-			return CreateOptions{Name: "t", Level: LevelRAID1, Members: []string{ps[0], ps[1], ps[0]}}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Members: []string{ps[0], ps[1], ps[0]}}
 		}, ErrDuplicate, "list each member once"},
 		{"duplicate through a link", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 2)
 			l := filepath.Join(dir, "link")
 			require.NoError(t, os.Symlink(ps[0], l))
-			return CreateOptions{Name: "t", Level: LevelRAID1, Members: []string{ps[0], ps[1], l}}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Members: []string{ps[0], ps[1], l}}
 		}, ErrDuplicate, "same disk"},
 		{"too small", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 1)
-			return CreateOptions{Name: "t", Level: LevelRAID0, Members: append(ps, sparseFile(t, dir, "tiny", 1536*1024))}
+			return CreateOptions{Name: "t", Level: mapping.RAID0, Members: append(ps, sparseFile(t, dir, "tiny", 1536*1024))}
 		}, ErrTooSmall, "tiny"},
 		{"size beyond a member", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID1, Size: 32 * mib, Members: member(t, dir, 2)}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Size: 32 * mib, Members: member(t, dir, 2)}
 		}, ErrTooSmall, "smaller --size"},
 		{"chunk not a power of two", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID0, Chunk: 12 << 10, Members: member(t, dir, 2)}
+			return CreateOptions{Name: "t", Level: mapping.RAID0, Chunk: 12 << 10, Members: member(t, dir, 2)}
 		}, ErrBadGeometry, "power of two"},
 		{"chunk too small", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID10, Chunk: 2048, Members: member(t, dir, 2)}
+			return CreateOptions{Name: "t", Level: mapping.RAID10, Chunk: 2048, Members: member(t, dir, 2)}
 		}, ErrBadGeometry, "4K"},
 		{"chunk on raid1", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID1, Chunk: 64 << 10, Members: member(t, dir, 2)}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Chunk: 64 << 10, Members: member(t, dir, 2)}
 		}, ErrBadGeometry, "levels 0 and 10"},
 		{"layout on raid0", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID0, Layout: LayoutF2, Members: member(t, dir, 2)}
+			return CreateOptions{Name: "t", Level: mapping.RAID0, Layout: mapping.Far2, Members: member(t, dir, 2)}
 		}, ErrBadGeometry, "level 10 only"},
 		{"raid1 of one", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID1, Members: member(t, dir, 1)}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Members: member(t, dir, 1)}
 		}, ErrBadGeometry, "at least 2"},
 		{"missing member without size", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID1, Members: append(member(t, dir, 1), filepath.Join(dir, "new"))}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Members: append(member(t, dir, 1), filepath.Join(dir, "new"))}
 		}, nil, "give --size"},
 		{"bad name", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "a/b", Level: LevelRAID1, Members: member(t, dir, 2)}
+			return CreateOptions{Name: "a/b", Level: mapping.RAID1, Members: member(t, dir, 2)}
 		}, nil, "name"},
 		{"member in use by another array", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 2)
 			held, err := OpenMember(ps[1])
 			require.NoError(t, err)
 			t.Cleanup(func() { held.Close() })
-			return CreateOptions{Name: "t", Level: LevelRAID1, Members: ps}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Members: ps}
 		}, ErrMemberBusy, "another uraid"},
 		{"a new file and a bad one: the new one is not created", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 1)
-			return CreateOptions{Name: "t", Level: LevelRAID0, Size: 16 * mib, Chunk: 3 << 10,
+			return CreateOptions{Name: "t", Level: mapping.RAID0, Size: 16 * mib, Chunk: 3 << 10,
 				Members: append(ps, filepath.Join(dir, "fresh"))}
 		}, ErrBadGeometry, "power of two"},
 		{"a directory", func(t *testing.T, dir string) CreateOptions {
-			return CreateOptions{Name: "t", Level: LevelRAID1, Members: append(member(t, dir, 1), dir)}
+			return CreateOptions{Name: "t", Level: mapping.RAID1, Members: append(member(t, dir, 1), dir)}
 		}, ErrMemberKind, "block device or regular file"},
 	}
 	for _, tt := range tests {
@@ -188,13 +191,55 @@ func TestCreateRefusals(t *testing.T) {
 	}
 }
 
+// TestCreateMemberLimit: mapping.MaxMembers members make an array; one more is refused with a
+// message that names the limit and the fix, and no member is written or created.
+func TestCreateMemberLimit(t *testing.T) {
+	dir := t.TempDir()
+	var ps []string
+	for i := range mapping.MaxMembers {
+		ps = append(ps, sparseFile(t, dir, fmt.Sprintf("m%03d", i), 2*mib))
+	}
+	extra := filepath.Join(dir, "extra") // a path create would make a sparse file of
+	ms, sbs, err := Create(CreateOptions{Name: "wide", Level: mapping.RAID0, Size: 2 * mib, Members: append(ps, extra)})
+	require.ErrorIs(t, err, ErrBadGeometry)
+	assert.Nil(t, ms)
+	assert.Nil(t, sbs)
+	assert.Contains(t, err.Error(), "257 members, at most 256 are supported; split them over several arrays")
+	_, statErr := os.Stat(extra)
+	assert.True(t, os.IsNotExist(statErr), "a refused create made a member file")
+	for _, p := range ps {
+		// Create writes nothing but the superblock: none may be there, nor anything else.
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		_, rerr := ReadSuperblock(f)
+		head := make([]byte, DefaultDataOffset)
+		_, err = f.ReadAt(head, 0)
+		f.Close()
+		require.NoError(t, err)
+		require.ErrorIs(t, rerr, ErrNotMember, p)
+		require.Equal(t, make([]byte, DefaultDataOffset), head, "%s was written", p)
+	}
+
+	ms, sbs, err = Create(CreateOptions{Name: "wide", Level: mapping.RAID0, Members: ps})
+	require.NoError(t, err, "exactly mapping.MaxMembers members make an array")
+	closeAll(ms)
+	require.Len(t, sbs, mapping.MaxMembers)
+	f, err := os.Open(ps[mapping.MaxMembers-1])
+	require.NoError(t, err)
+	defer f.Close()
+	sb, err := ReadSuperblock(f)
+	require.NoError(t, err)
+	assert.EqualValues(t, mapping.MaxMembers, sb.Members)
+	assert.EqualValues(t, mapping.MaxMembers-1, sb.Index)
+}
+
 func TestCreateForceOverwrites(t *testing.T) {
 	dir := t.TempDir()
 	ps := []string{sparseFile(t, dir, "a", 8*mib), sparseFile(t, dir, "b", 8*mib)}
-	ms, old, err := Create(CreateOptions{Name: "old", Level: LevelRAID1, Members: ps})
+	ms, old, err := Create(CreateOptions{Name: "old", Level: mapping.RAID1, Members: ps})
 	require.NoError(t, err)
 	closeAll(ms)
-	ms, sbs, err := Create(CreateOptions{Name: "new", Level: LevelRAID0, Chunk: 64 << 10, Members: ps, Force: true})
+	ms, sbs, err := Create(CreateOptions{Name: "new", Level: mapping.RAID0, Chunk: 64 << 10, Members: ps, Force: true})
 	require.NoError(t, err)
 	closeAll(ms)
 	assert.NotEqual(t, old[0].ArrayUUID, sbs[0].ArrayUUID)
@@ -204,5 +249,5 @@ func TestCreateForceOverwrites(t *testing.T) {
 	sb, err := ReadSuperblock(f)
 	require.NoError(t, err)
 	assert.Equal(t, "new", sb.Name)
-	assert.Equal(t, LevelRAID0, sb.Level)
+	assert.Equal(t, mapping.RAID0, sb.Level)
 }

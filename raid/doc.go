@@ -10,7 +10,9 @@
 // size, member count, per-member data size), the member's own slot and
 // UUID, where the data starts, and an event counter that orders updates.
 // The byte layout is documented beside the encoder in superblock.go and in
-// docs/superblock.md.
+// docs/superblock.md. Levels, layouts and the limits on an array are
+// mapping's (mapping.Level, mapping.Layout, mapping.MaxMembers); the
+// superblock keeps only their one-byte on-disk codes.
 //
 // Guarantees:
 //   - UnmarshalBinary and ReadSuperblock never panic, whatever the bytes;

@@ -125,26 +125,21 @@ func ParseDiscardMode(s string) (discard.Mode, error) {
 	return 0, fmt.Errorf("discard mode %q: use sync (a discard completes when every member has trimmed) or async (it completes once queued)", s)
 }
 
-func newEngine(a *Array, o DiscardOptions) (*discard.Engine, []memberIssuer, error) {
-	cfg, issuers, err := engineConfig(a, o)
+func newEngine(a *Array, o DiscardOptions) (*discard.Engine, error) {
+	cfg, err := engineConfig(a, o)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	e, err := discard.New(cfg)
-	if err != nil {
-		for _, i := range issuers {
-			i.close()
-		}
-		return nil, nil, err
-	}
-	return e, issuers, nil
+	cfg.Clock = a.opts.Clock
+	return discard.New(cfg) // owns the issuers from here, even on failure
 }
 
-// engineConfig picks each member's TRIM settings from what the member is and what was asked.
-func engineConfig(a *Array, o DiscardOptions) (discard.Config, []memberIssuer, error) {
+// engineConfig picks each member's TRIM settings from what the member is and what was asked, and
+// makes its issuer: an io_uring of its own, driven by the member's lane in the engine.
+func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 	mode, err := ParseDiscardMode(o.Mode)
 	if err != nil {
-		return discard.Config{}, nil, err
+		return discard.Config{}, err
 	}
 	paths := make([]string, 0, len(a.members))
 	for _, m := range a.members {
@@ -153,20 +148,21 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, []memberIssuer, e
 		}
 	}
 	if err := o.CheckMembers(paths); err != nil {
-		return discard.Config{}, nil, err
-	}
-	var issuers []memberIssuer
-	fail := func(err error) (discard.Config, []memberIssuer, error) {
-		for _, i := range issuers {
-			i.close()
-		}
-		return discard.Config{}, nil, err
+		return discard.Config{}, err
 	}
 	cfg := discard.Config{
 		Mode: mode,
 		OnError: func(r discard.Range, err error) {
 			fmt.Fprintf(os.Stderr, "uraid: array %s: discard %v: %v\n", a.Name, r, err)
 		},
+	}
+	fail := func(err error) (discard.Config, error) {
+		for _, mc := range cfg.Members {
+			if mc.Issuer != nil {
+				mc.Issuer.Close()
+			}
+		}
+		return discard.Config{}, err
 	}
 	for i, m := range a.members {
 		mc := discard.Member{MinGap: o.MinGap}
@@ -181,14 +177,18 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, []memberIssuer, e
 			mc.InFlight = t.inflight
 			// A drive that stalls reads and writes behind a TRIM should trim between them.
 			mc.YieldToIO = t.exclusive
-			is, err := newMemberIssuer(m, a.dataOff[i], mc.InFlight)
+			var is discard.Issuer
+			if a.opts.newIssuer != nil {
+				is, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)
+			} else {
+				is, err = discard.NewRingIssuer(int(m.File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
+			}
 			if err != nil {
 				return fail(fmt.Errorf("member %s: %w", m.Path, err))
 			}
-			issuers = append(issuers, is)
 			mc.Issuer = is
 		}
 		cfg.Members = append(cfg.Members, mc)
 	}
-	return cfg, issuers, nil
+	return cfg, nil
 }

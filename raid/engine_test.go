@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/discard"
+	"uraid/mapping"
 )
 
 // TestEngineConfigExclusive checks each member's TRIM settings, and that status reports the same
@@ -40,7 +41,7 @@ func TestEngineConfigExclusive(t *testing.T) {
 		{"member inflight wins over listed", flash, true, DiscardOptions{InFlight: 6, MemberInFlight: map[string]int{"M0": 2}}, 2, true},
 		{"inflight applies to non-exclusive", flash, false, DiscardOptions{InFlight: 8}, 8, false},
 	}
-	a, paths := createArray(t, arrayCase{LevelRAID0, LayoutNone, 2, 64 << 10}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
 	defer a.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,18 +54,21 @@ func TestEngineConfigExclusive(t *testing.T) {
 			if n, ok := o.MemberInFlight["M0"]; ok {
 				o.MemberInFlight = map[string]int{paths[0]: n}
 			}
-			cfg, issuers, err := engineConfig(a, o)
+			cfg, err := engineConfig(a, o)
 			require.NoError(t, err)
-			for _, i := range issuers {
-				i.close()
-			}
 			require.Len(t, cfg.Members, 2)
 			assert.Equal(t, tt.inflight, cfg.Members[0].InFlight, "in flight")
 			assert.Equal(t, tt.exclusive, cfg.Members[0].YieldToIO, "yield to I/O")
 			assert.False(t, cfg.Members[1].YieldToIO, "a setting for member 0 leaked to member 1")
 
-			a.opts.Discard = o
+			// Status reports what the engine built from this configuration runs with.
+			e, err := discard.New(cfg)
+			require.NoError(t, err)
+			old := a.engine
+			a.engine = e
 			st := a.Status("", 0)
+			a.engine = old
+			require.NoError(t, e.Close())
 			assert.Equal(t, tt.inflight, st.Members[0].TrimInFlight, "status in flight")
 			assert.Equal(t, tt.exclusive, st.Members[0].TrimExclusive, "status exclusive")
 		})
@@ -74,15 +78,15 @@ func TestEngineConfigExclusive(t *testing.T) {
 // TestEngineConfigUnknownMember checks that settings for a path that is no member are refused,
 // naming the path and the members, rather than dropped.
 func TestEngineConfigUnknownMember(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID1, LayoutNone, 2, 0}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}, "sync")
 	defer a.Close()
 	for _, o := range []DiscardOptions{
 		{Exclusive: []string{paths[0], "/dev/sdz"}},
 		{MemberInFlight: map[string]int{"/dev/sdz": 2}},
 	} {
-		_, issuers, err := engineConfig(a, o)
+		cfg, err := engineConfig(a, o)
 		require.ErrorIs(t, err, ErrNoSuchMember)
-		assert.Empty(t, issuers)
+		assert.Empty(t, cfg.Members, "nothing was made for a refused configuration")
 		assert.Contains(t, err.Error(), "/dev/sdz")
 		assert.Contains(t, err.Error(), paths[0]+", "+paths[1])
 	}
@@ -123,7 +127,7 @@ func TestCheckMembers(t *testing.T) {
 // TestAssembleRefusesUnknownTrimMember checks that the refusal comes before the array starts or
 // writes anything: the members read back unchanged and can be assembled again.
 func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
-	a, paths := createArray(t, arrayCase{LevelRAID1, LayoutNone, 2, 0}, "sync")
+	a, paths := createArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}, "sync")
 	require.NoError(t, a.Close())
 	before := readSuperblocks(t, paths)
 	_, err := Assemble("t", paths, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Exclusive: []string{paths[0] + ".typo"}}})

@@ -6,9 +6,11 @@ import (
 	"uraid/discard"
 )
 
-// discardStats counts the array's discard requests as the kernel sent them.
+// discardStats counts the array's discard requests as the kernel sent them, and the reads and
+// writes that had to wait for a TRIM.
 type discardStats struct {
 	requests, bytes, memberRanges atomic.Uint64
+	parkedReads, parkedWrites     atomic.Uint64
 }
 
 // Status is an array's state as `uraid status` and `uraid detail` show it and the control socket
@@ -16,8 +18,8 @@ type discardStats struct {
 type Status struct {
 	Name        string         `json:"name"`
 	UUID        string         `json:"uuid"`
-	Level       string         `json:"level"`
-	Layout      string         `json:"layout,omitempty"`
+	Level       string         `json:"level"`            // mapping.Level.ShortName: "linear", "0", "1" or "10"
+	Layout      string         `json:"layout,omitempty"` // "n2", "f2" or "o2"; only raid10 has one
 	ChunkBytes  int64          `json:"chunk_bytes"`
 	SizeBytes   int64          `json:"size_bytes"`
 	Device      string         `json:"device"`
@@ -68,6 +70,10 @@ type DiscardTotals struct {
 	Requests     uint64 `json:"requests"`
 	Bytes        uint64 `json:"bytes"`
 	MemberRanges uint64 `json:"member_ranges"`
+	// ParkedReads and ParkedWrites count reads of bytes with a discard pending and writes over a
+	// TRIM in flight: they waited, off the queue, until the TRIM was done.
+	ParkedReads  uint64 `json:"parked_reads"`
+	ParkedWrites uint64 `json:"parked_writes"`
 }
 
 // Array states.
@@ -86,15 +92,16 @@ const ResyncPending = "pending"
 func (a *Array) Status(device string, pid int) Status {
 	sb := a.Superblock()
 	st := Status{
-		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.String(),
+		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.ShortName(),
 		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.m.Size(), Device: device,
 		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: sb.CreateTime, PID: pid,
 		Discard: DiscardTotals{
 			Requests: a.discard.requests.Load(), Bytes: a.discard.bytes.Load(),
 			MemberRanges: a.discard.memberRanges.Load(),
+			ParkedReads:  a.discard.parkedReads.Load(), ParkedWrites: a.discard.parkedWrites.Load(),
 		},
 	}
-	if sb.Level == LevelRAID10 {
+	if sb.Level.HasLayout() {
 		st.Layout = sb.Layout.String()
 	}
 	if st.Unclean = a.Unclean(); st.Unclean && sb.Level.Redundant() {
@@ -116,13 +123,12 @@ func (a *Array) Status(device string, pid int) Status {
 		if i < len(ds) {
 			ms.Discard = ds[i]
 		}
+		// The settings the engine runs with, not a recomputation that could disagree with it.
+		set := a.engine.Settings(i)
+		ms.TrimExclusive = set.Exclusive
+		ms.TrimInFlight = set.InFlight
 		if m != nil {
 			ms.DiscardGranularity = a.gran[i].Bytes
-			t := a.opts.Discard.memberTrim(m)
-			ms.TrimExclusive = t.exclusive
-			if ms.DiscardGranularity > 0 {
-				ms.TrimInFlight = t.inflight
-			}
 			ms.Path, ms.SizeBytes, ms.Kind = m.Path, m.Size, "file"
 			if m.Block {
 				ms.Kind = "block"

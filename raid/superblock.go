@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"uraid/mapping"
 )
 
 // Every member of an array carries one superblock: a single 4096-byte block
@@ -28,10 +30,10 @@ import (
 //	    16   16 array UUID
 //	    32   16 member UUID
 //	    48   32 array name, NUL padded, [A-Za-z0-9._-]{1,32}
-//	    80    4 member count
+//	    80    4 member count, 1 to mapping.MaxMembers (256)
 //	    84    4 this member's index, < member count
-//	    88    8 chunk size in bytes: a power of two >= 4096 for raid0 and
-//	          raid10, zero for linear and raid1
+//	    88    8 chunk size in bytes: a power of two from 4096 to 1 GiB for
+//	          raid0 and raid10, zero for linear and raid1
 //	    96    8 data offset in bytes from the start of the member, a
 //	          multiple of 1 MiB
 //	   104    8 data size in bytes, from data offset, a multiple of 512
@@ -44,6 +46,11 @@ import (
 // The magic, the major version and the checksum keep their positions in
 // every future version, so any reader can tell "not ours", "corrupt" and
 // "too new" apart.
+//
+// The limits on member count, chunk size and data size granularity are
+// mapping's, so create, the planner and the superblock cannot disagree on
+// them; the rest of the geometry (raid1 copies, member size) is mapping.New's
+// to check, which MapOf calls when an array starts.
 
 // Superblock placement and format constants.
 const (
@@ -56,11 +63,7 @@ const (
 	DefaultDataOffset = 1 << 20 // data starts 1 MiB in, as in md 1.2
 	DataOffsetAlign   = 1 << 20 // aligns data to any sector, page or discard granularity
 
-	SectorSize   = 512     // data size granularity: the smallest block size
-	MinChunkSize = 4096    // smaller chunks split every page-sized request
-	MaxChunkSize = 1 << 30 // past this striping buys nothing; also catches garbage
-	MaxMembers   = 1024    // far above any real array; catches garbage counts
-	MaxNameLen   = 32      // bytes of the name field
+	MaxNameLen = 32 // bytes of the name field
 )
 
 // Magic identifies a uraid superblock.
@@ -114,11 +117,11 @@ var crc32cTable = crc32.MakeTable(crc32.Castagnoli)
 type Superblock struct {
 	ArrayUUID  UUID
 	Name       string // 1-32 bytes of letters, digits, '-', '_', '.'
-	Level      Level
-	Layout     Layout // LayoutNone unless Level is LevelRAID10
-	ChunkSize  uint64 // bytes; zero for levels that do not stripe
-	Members    uint32 // member count of the array, including absent ones
-	Index      uint32 // this member's slot, 0 <= Index < Members
+	Level      mapping.Level
+	Layout     mapping.Layout // mapping.NoLayout unless Level.HasLayout (raid10)
+	ChunkSize  uint64         // bytes; zero for levels that do not stripe
+	Members    uint32         // member count of the array, including absent ones
+	Index      uint32         // this member's slot, 0 <= Index < Members
 	MemberUUID UUID
 	DataOffset uint64 // bytes from the start of the member
 	DataSize   uint64 // bytes of array data on this member
@@ -171,32 +174,35 @@ func (sb *Superblock) validate() error {
 	if err := ValidateName(sb.Name); err != nil {
 		return err
 	}
-	if !sb.Level.Valid() {
-		return fmt.Errorf("unknown level code %d (written by a newer uraid? upgrade it)", uint8(sb.Level))
+	// Decoding turned unknown codes into errors already; these catch a
+	// caller's bad value before it is encoded.
+	if _, ok := levelCode(sb.Level); !ok {
+		return fmt.Errorf("level %v is not linear, raid0, raid1 or raid10", sb.Level)
 	}
-	if !sb.Layout.Valid() {
-		return fmt.Errorf("unknown layout code %d (written by a newer uraid? upgrade it)", uint8(sb.Layout))
+	if _, ok := layoutCode(sb.Layout); !ok {
+		return fmt.Errorf("layout %v is not n2, f2 or o2", sb.Layout)
 	}
-	if sb.Level == LevelRAID10 && sb.Layout == LayoutNone {
-		return errors.New("level 10 needs a layout: n2, f2 or o2")
+	level := sb.Level.ShortName()
+	if sb.Level.HasLayout() && sb.Layout == mapping.NoLayout {
+		return fmt.Errorf("level %s needs a layout: n2, f2 or o2", level)
 	}
-	if sb.Level != LevelRAID10 && sb.Layout != LayoutNone {
-		return fmt.Errorf("layout %s given for level %s; only level 10 has a layout", sb.Layout, sb.Level)
+	if !sb.Level.HasLayout() && sb.Layout != mapping.NoLayout {
+		return fmt.Errorf("layout %s given for level %s; only level 10 has a layout", sb.Layout, level)
 	}
 	if sb.Level.Striped() {
 		c := sb.ChunkSize
-		if c < MinChunkSize || c > MaxChunkSize || c&(c-1) != 0 {
+		if c < mapping.MinChunkBytes || c > mapping.MaxChunkBytes || c&(c-1) != 0 {
 			return fmt.Errorf("chunk size %d bytes for level %s: want a power of two from %d to %d",
-				c, sb.Level, MinChunkSize, MaxChunkSize)
+				c, level, mapping.MinChunkBytes, mapping.MaxChunkBytes)
 		}
 	} else if sb.ChunkSize != 0 {
 		return fmt.Errorf("chunk size %d bytes given for level %s, which does not stripe; want 0",
-			sb.ChunkSize, sb.Level)
+			sb.ChunkSize, level)
 	}
-	if sb.Members == 0 || sb.Members > MaxMembers {
-		return fmt.Errorf("member count %d: want 1 to %d", sb.Members, MaxMembers)
+	if sb.Members == 0 || sb.Members > mapping.MaxMembers {
+		return fmt.Errorf("member count %d: want 1 to %d", sb.Members, mapping.MaxMembers)
 	}
-	if sb.Level == LevelRAID10 && sb.Members < 2 {
+	if sb.Level == mapping.RAID10 && sb.Members < 2 {
 		return fmt.Errorf("level 10 with %d member: two copies need at least 2", sb.Members)
 	}
 	if sb.Index >= sb.Members {
@@ -208,8 +214,8 @@ func (sb *Superblock) validate() error {
 	if sb.DataSize == 0 {
 		return errors.New("data size is zero")
 	}
-	if sb.DataSize%SectorSize != 0 {
-		return fmt.Errorf("data size %d bytes is not a multiple of %d", sb.DataSize, SectorSize)
+	if sb.DataSize%mapping.SectorBytes != 0 {
+		return fmt.Errorf("data size %d bytes is not a multiple of %d", sb.DataSize, mapping.SectorBytes)
 	}
 	if sb.DataOffset > math.MaxInt64 || sb.DataSize > math.MaxInt64-sb.DataOffset {
 		return fmt.Errorf("data offset %d plus data size %d passes the largest file offset", sb.DataOffset, sb.DataSize)
@@ -240,13 +246,15 @@ func (sb *Superblock) marshalInto(block []byte) error {
 	if err := sb.Validate(); err != nil {
 		return fmt.Errorf("encode superblock: %w", err)
 	}
+	level, _ := levelCode(sb.Level)    // Validate checked there is one
+	layout, _ := layoutCode(sb.Layout) // likewise
 	clear(block)
 	le := binary.LittleEndian
 	copy(block[offMagic:], Magic[:])
 	le.PutUint16(block[offMajor:], VersionMajor)
 	le.PutUint16(block[offMinor:], VersionMinor)
-	block[offLevel] = byte(sb.Level)
-	block[offLayout] = byte(sb.Layout)
+	block[offLevel] = level
+	block[offLayout] = layout
 	block[offState] = byte(sb.State)
 	copy(block[offArrayUUID:], sb.ArrayUUID[:])
 	copy(block[offMemberUUID:], sb.MemberUUID[:])
@@ -267,7 +275,9 @@ func (sb *Superblock) marshalInto(block []byte) error {
 // order, the magic (ErrNotMember), the checksum (ErrCorrupt), the major
 // version (ErrUnsupportedVersion) and then every field (ErrInvalid), so a
 // damaged block is reported as damaged rather than by whichever field the
-// damage hit. On error sb is left unchanged.
+// damage hit. Of the fields, an unknown level or layout code comes first: it
+// says a newer uraid wrote the block, which may also explain every other
+// field this version finds odd. On error sb is left unchanged.
 func (sb *Superblock) UnmarshalBinary(block []byte) error {
 	if len(block) != SuperblockSize {
 		return fmt.Errorf("%w: block is %d bytes, want %d", ErrCorrupt, len(block), SuperblockSize)
@@ -292,8 +302,13 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 		name = name[:i]
 	}
 	var d Superblock
-	d.Level = Level(block[offLevel])
-	d.Layout = Layout(block[offLayout])
+	var ok bool
+	if d.Level, ok = levelOfCode(block[offLevel]); !ok {
+		return fmt.Errorf("%w: unknown level code %d (written by a newer uraid? upgrade it)", ErrInvalid, block[offLevel])
+	}
+	if d.Layout, ok = layoutOfCode(block[offLayout]); !ok {
+		return fmt.Errorf("%w: unknown layout code %d (written by a newer uraid? upgrade it)", ErrInvalid, block[offLayout])
+	}
 	d.State = State(block[offState])
 	copy(d.ArrayUUID[:], block[offArrayUUID:])
 	copy(d.MemberUUID[:], block[offMemberUUID:])

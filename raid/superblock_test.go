@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"uraid/mapping"
 )
 
 // validSB returns a superblock that passes Validate, for tests to break.
@@ -18,8 +20,8 @@ func validSB() Superblock {
 	return Superblock{
 		ArrayUUID:  UUID{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0x47, 0xa8, 0x89, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0},
 		Name:       "fast_scratch-1.0",
-		Level:      LevelRAID10,
-		Layout:     LayoutF2,
+		Level:      mapping.RAID10,
+		Layout:     mapping.Far2,
 		ChunkSize:  512 << 10,
 		Members:    4,
 		Index:      2,
@@ -117,7 +119,7 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "index equals count", mutate: func(b []byte) { le.PutUint32(b[84:], 4) }, want: ErrInvalid, msg: "member index 4 is not below member count 4"},
 		{name: "index above count", mutate: func(b []byte) { le.PutUint32(b[84:], math.MaxUint32) }, want: ErrInvalid, msg: "member index"},
 		{name: "member count zero", mutate: func(b []byte) { le.PutUint32(b[80:], 0) }, want: ErrInvalid, msg: "member count 0"},
-		{name: "member count huge", mutate: func(b []byte) { le.PutUint32(b[80:], MaxMembers+1) }, want: ErrInvalid, msg: "member count 1025"},
+		{name: "member count huge", mutate: func(b []byte) { le.PutUint32(b[80:], mapping.MaxMembers+1) }, want: ErrInvalid, msg: "member count 257: want 1 to 256"},
 		{name: "raid10 with one member", mutate: func(b []byte) { le.PutUint32(b[80:], 1); le.PutUint32(b[84:], 0) }, want: ErrInvalid, msg: "at least 2"},
 		{name: "data offset unaligned", mutate: func(b []byte) { le.PutUint64(b[96:], DefaultDataOffset+4096) }, want: ErrInvalid, msg: "data offset 1052672"},
 		{name: "data offset zero", mutate: func(b []byte) { le.PutUint64(b[96:], 0) }, want: ErrInvalid, msg: "data offset 0"},
@@ -128,14 +130,14 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "level unknown", mutate: func(b []byte) { b[12] = 5 }, want: ErrInvalid, msg: "unknown level code 5"},
 		{name: "layout unknown", mutate: func(b []byte) { b[13] = 4 }, want: ErrInvalid, msg: "unknown layout code 4"},
 		{name: "raid10 without layout", mutate: func(b []byte) { b[13] = 0 }, want: ErrInvalid, msg: "level 10 needs a layout"},
-		{name: "raid0 with layout", mutate: func(b []byte) { b[12] = byte(LevelRAID0) }, want: ErrInvalid, msg: "only level 10 has a layout"},
+		{name: "raid0 with layout", mutate: func(b []byte) { b[12] = byte(mapping.RAID0) }, want: ErrInvalid, msg: "only level 10 has a layout"},
 		{name: "state zero", mutate: func(b []byte) { b[14] = 0 }, want: ErrInvalid, msg: "unknown state code 0"},
 		{name: "state unknown", mutate: func(b []byte) { b[14] = 3 }, want: ErrInvalid, msg: "unknown state code 3"},
 		{name: "chunk not power of two", mutate: func(b []byte) { le.PutUint64(b[88:], 3<<12) }, want: ErrInvalid, msg: "chunk size 12288"},
 		{name: "chunk below 4K", mutate: func(b []byte) { le.PutUint64(b[88:], 2048) }, want: ErrInvalid, msg: "chunk size 2048"},
 		{name: "chunk zero on striped level", mutate: func(b []byte) { le.PutUint64(b[88:], 0) }, want: ErrInvalid, msg: "chunk size 0"},
 		{name: "chunk above 1G", mutate: func(b []byte) { le.PutUint64(b[88:], 2<<30) }, want: ErrInvalid, msg: "power of two from 4096 to 1073741824"},
-		{name: "chunk on raid1", mutate: func(b []byte) { b[12] = byte(LevelRAID1); b[13] = 0 }, want: ErrInvalid, msg: "which does not stripe"},
+		{name: "chunk on raid1", mutate: func(b []byte) { b[12] = byte(mapping.RAID1); b[13] = 0 }, want: ErrInvalid, msg: "which does not stripe"},
 		{name: "array uuid zero", mutate: func(b []byte) { clear(b[16:32]) }, want: ErrInvalid, msg: "array UUID is all zeros"},
 		{name: "member uuid zero", mutate: func(b []byte) { clear(b[32:48]) }, want: ErrInvalid, msg: "member UUID is all zeros"},
 		{name: "name empty", mutate: func(b []byte) { clear(b[48:80]) }, want: ErrInvalid, msg: "name is empty"},
@@ -198,7 +200,7 @@ func TestMarshalRefusesInvalid(t *testing.T) {
 		{"name with NUL", func(sb *Superblock) { sb.Name = "a\x00b" }, "has byte"},
 		{"name with space", func(sb *Superblock) { sb.Name = "my array" }, "has byte ' '"},
 		{"index out of range", func(sb *Superblock) { sb.Index = sb.Members }, "not below member count"},
-		{"linear with chunk", func(sb *Superblock) { sb.Level, sb.Layout = LevelLinear, LayoutNone }, "which does not stripe"},
+		{"linear with chunk", func(sb *Superblock) { sb.Level, sb.Layout = mapping.Linear, mapping.NoLayout }, "which does not stripe"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,25 +257,25 @@ func genUUID(t *rapid.T, label string) UUID {
 // genSuperblock draws any superblock Validate accepts.
 var genSuperblock = rapid.Custom(func(t *rapid.T) Superblock {
 	var sb Superblock
-	sb.Level = rapid.SampledFrom([]Level{LevelLinear, LevelRAID0, LevelRAID1, LevelRAID10}).Draw(t, "level")
-	if sb.Level == LevelRAID10 {
-		sb.Layout = rapid.SampledFrom([]Layout{LayoutN2, LayoutF2, LayoutO2}).Draw(t, "layout")
+	sb.Level = rapid.SampledFrom([]mapping.Level{mapping.Linear, mapping.RAID0, mapping.RAID1, mapping.RAID10}).Draw(t, "level")
+	if sb.Level == mapping.RAID10 {
+		sb.Layout = rapid.SampledFrom([]mapping.Layout{mapping.Near2, mapping.Far2, mapping.Offset2}).Draw(t, "layout")
 	}
 	if sb.Level.Striped() {
 		sb.ChunkSize = 1 << rapid.IntRange(12, 30).Draw(t, "chunkShift")
 	}
 	minMembers := uint32(1)
-	if sb.Level == LevelRAID10 {
+	if sb.Level == mapping.RAID10 {
 		minMembers = 2
 	}
-	sb.Members = rapid.Uint32Range(minMembers, MaxMembers).Draw(t, "members")
+	sb.Members = rapid.Uint32Range(minMembers, mapping.MaxMembers).Draw(t, "members")
 	sb.Index = rapid.Uint32Range(0, sb.Members-1).Draw(t, "index")
 	sb.ArrayUUID = genUUID(t, "arrayUUID")
 	sb.MemberUUID = genUUID(t, "memberUUID")
 	sb.Name = rapid.StringMatching(`[A-Za-z0-9_.][A-Za-z0-9._-]{0,31}`).
 		Filter(func(s string) bool { return s != "." && s != ".." }).Draw(t, "name")
 	sb.DataOffset = rapid.Uint64Range(1, 1<<20).Draw(t, "dataOffsetMiB") << 20
-	sb.DataSize = rapid.Uint64Range(1, 1<<40).Draw(t, "dataSectors") * SectorSize
+	sb.DataSize = rapid.Uint64Range(1, 1<<40).Draw(t, "dataSectors") * mapping.SectorBytes
 	sb.Events = rapid.Uint64().Draw(t, "events")
 	sb.State = rapid.SampledFrom([]State{StateClean, StateDirty}).Draw(t, "state")
 	sb.CreateTime = rapid.Int64().Draw(t, "ctime")

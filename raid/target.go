@@ -10,19 +10,23 @@ import (
 	"uraid/ublk"
 )
 
-// The array serves its ublk device as a ublk.RingTarget: reads, writes and flushes of members are
+// The array serves its ublk device as a ublk.Resumer: reads, writes and flushes of members are
 // submitted on the queue's own io_uring and complete in Reap, on the queue goroutine, so the hot
-// path needs no other goroutine, lock or allocation. Discards go to the discard engine, whose
-// goroutines complete them.
+// path needs no other goroutine, lock or allocation. Every read and write is admitted by the
+// discard engine first (BeginRead, BeginWrite), which keeps the rules of discard against data; a
+// request the engine parks (its bytes have a TRIM pending) keeps its tag and comes back through
+// Resume, on the queue goroutine again, when it may go on. Discards go to the engine, whose lanes
+// complete them; a discard never blocks the queue either.
 
-// Per-tag state. A queue's tags are touched only by that queue's goroutine, except that a
-// discard's completion runs on an engine goroutine after the queue has let go of the tag.
+// Per-tag state. A queue's tags are touched only by that queue's goroutine, except what the
+// engine owns while it holds a parked request or a discard.
 type tagState struct {
 	pieces  []mapping.Piece  // READ: the logical pieces and their copies
-	copyIdx []int            // READ: which copy of each piece is being read
+	read    discard.Read     // READ: the same, as the engine admits them
 	exts    []mapping.Extent // WRITE and FLUSH: one per member I/O
+	write   discard.Write    // WRITE: one range per extent (empty for a member out of service)
 	failed  []bool           // WRITE: which extents failed
-	ranges  []discard.Range  // DISCARD: the member ranges handed to the engine
+	disc    discard.Discard  // DISCARD: the member ranges handed to the engine
 	pending int              // member I/Os not yet reaped
 	err     int32            // first negative errno, or 0
 	newFail bool             // WRITE: a member failed during this request
@@ -33,10 +37,11 @@ const tagPrealloc = 8
 
 func (t *tagState) init() {
 	t.pieces = make([]mapping.Piece, 0, 2)
-	t.copyIdx = make([]int, 0, tagPrealloc)
+	t.read.Pieces = make([]discard.ReadPiece, 0, 2)
 	t.exts = make([]mapping.Extent, 0, tagPrealloc)
+	t.write.Ranges = make([]discard.Range, 0, tagPrealloc)
 	t.failed = make([]bool, 0, tagPrealloc)
-	t.ranges = make([]discard.Range, 0, tagPrealloc)
+	t.disc.Ranges = make([]discard.Range, 0, tagPrealloc)
 }
 
 // memberStats counts a member's I/O; the daemon reads it while queues write it.
@@ -103,6 +108,17 @@ func (a *Array) Serve(r *ublk.Request) {
 	}
 }
 
+// Resume carries on with a request the engine parked; see ublk.Resumer.
+func (a *Array) Resume(r *ublk.Request) {
+	t := a.tag(r)
+	switch r.Op {
+	case ublk.OpRead:
+		a.admitRead(r, t)
+	case ublk.OpWrite:
+		a.admitWrite(r, t)
+	}
+}
+
 func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	var err error
 	t.pieces, err = a.m.Read(r.Offset, r.Length, t.pieces[:0])
@@ -110,107 +126,54 @@ func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 		r.Complete(-int32(unix.EIO))
 		return
 	}
-	// Copies of a range with a pending discard may disagree until every copy is trimmed; such a
-	// read waits, which would block the queue: it finishes on its own goroutine.
+	t.read.Reset()
+	t.read.Waiter = r
 	for i := range t.pieces {
 		p := &t.pieces[i]
+		rp := t.read.AddPiece()
 		for _, e := range p.Copies[:p.N] {
-			if ok, _ := a.engine.TryRead(e.Member, e.Offset, e.Length); !ok {
-				go a.slowRead(r, t)
-				return
+			if a.active(e.Member) {
+				rp.Copies[rp.N] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+				rp.N++
 			}
 		}
 	}
-	t.copyIdx = t.copyIdx[:0]
-	for i := range t.pieces {
-		t.copyIdx = append(t.copyIdx, 0)
-		a.readNextCopy(r, t, i)
+	a.admitRead(r, t)
+}
+
+// admitRead issues the read once the engine admits it: each piece from the copy the engine picks,
+// the one whose TRIMs delay it least, spreading reads over the mirrors. Parked, it comes back
+// through Resume.
+func (a *Array) admitRead(r *ublk.Request, t *tagState) {
+	// Round robin per queue: only the queue goroutine counts, so no atomics are needed.
+	turn := a.readTurn[r.Queue]
+	if !a.engine.BeginRead(&t.read, turn) {
+		a.discard.parkedReads.Add(1)
+		return
+	}
+	a.readTurn[r.Queue] = turn + uint32(len(t.read.Pieces))
+	for i := range t.read.Pieces {
+		a.prepRead(r, t, i)
 	}
 	a.finishIfDone(r, t)
 }
 
-// pickCopy chooses the copy of piece p to read: an active member, the one whose TRIMs would delay
-// the read least (discard.Engine.Stall), trying copies from start on (mod N) so that successive
-// reads spread over the mirrors. A member with TRIMs to do is thereby left to do them, and a read
-// does not wait behind a SATA SSD's TRIM while its mirror is free. A copy whose read failed has
-// had its member failed, so calling it again fails over. It returns -1 when no copy is left.
-func (a *Array) pickCopy(p *mapping.Piece, start int) int {
-	pick, least := -1, discard.MaxStall+1
-	for k := range p.N {
-		c := (start + k) % p.N
-		m := p.Copies[c].Member
-		if !a.active(m) {
-			continue
-		}
-		if s := a.engine.Stall(m); s < least {
-			pick, least = c, s
-			if s == 0 {
-				break
-			}
-		}
-	}
-	return pick
-}
-
-// readNextCopy reads piece i from the next copy that can serve it; with no copy left the request
-// fails.
-func (a *Array) readNextCopy(r *ublk.Request, t *tagState, i int) {
-	p := &t.pieces[i]
-	// Round robin per queue: only the queue goroutine counts, so no atomics are needed.
-	a.readTurn[r.Queue]++
-	c := a.pickCopy(p, int(a.readTurn[r.Queue]%uint32(p.N)))
-	if c < 0 {
+// prepRead reads piece i from the copy the engine picked; with no copy left the request fails.
+func (a *Array) prepRead(r *ublk.Request, t *tagState, i int) {
+	rp := &t.read.Pieces[i]
+	if !rp.HasPick() {
 		t.err = -int32(unix.EIO)
 		return
 	}
-	if a.engine.StartIO(p.Copies[c].Member) {
-		// A TRIM started since pickCopy looked: choose again with it counted.
-		if c2 := a.pickCopy(p, c+1); c2 >= 0 && c2 != c {
-			a.engine.EndIO(p.Copies[c].Member)
-			c = c2
-			a.engine.StartIO(p.Copies[c].Member)
-		}
-	}
-	t.copyIdx[i] = c
-	e := p.Copies[c]
+	c := rp.Pick()
+	p := &t.pieces[i]
 	buf := r.Buf[p.Logical-r.Offset : p.Logical-r.Offset+p.Length]
-	if err := r.PrepRead(a.fd(e.Member), buf, a.dataOff[e.Member]+e.Offset, uint32(i)); err != nil {
-		a.engine.EndIO(e.Member)
+	if err := r.PrepRead(a.fd(c.Member), buf, a.dataOff[c.Member]+c.Off, uint32(i)); err != nil {
+		a.engine.EndRead(&t.read, i)
 		t.err = -int32(unix.EIO)
 		return
 	}
 	t.pending++
-}
-
-// slowRead serves a read that must wait for pending discards, with plain syscalls.
-func (a *Array) slowRead(r *ublk.Request, t *tagState) {
-	for i := range t.pieces {
-		p := &t.pieces[i]
-		for _, e := range p.Copies[:p.N] {
-			_ = a.engine.WaitRead(e.Member, e.Offset, e.Length)
-		}
-	}
-	for i := range t.pieces {
-		p := &t.pieces[i]
-		buf := r.Buf[p.Logical-r.Offset : p.Logical-r.Offset+p.Length]
-		for c := a.pickCopy(p, 0); ; c = a.pickCopy(p, 0) {
-			if c < 0 {
-				r.Complete(-int32(unix.EIO))
-				return
-			}
-			e := p.Copies[c]
-			n, err := unix.Pread(a.fd(e.Member), buf, a.dataOff[e.Member]+e.Offset)
-			if err == nil && int64(n) != e.Length {
-				err = unix.EIO
-			}
-			a.account(e.Member, ublk.OpRead, e.Length, err)
-			if err == nil {
-				break
-			}
-			a.fail(e.Member, err)
-		}
-	}
-	r.Complete(int32(r.Length))
 }
 
 func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
@@ -221,68 +184,39 @@ func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 		return
 	}
 	t.failed = t.failed[:0]
-	wait := false
+	t.write.Reset()
+	t.write.Waiter = r
 	for _, e := range t.exts {
-		t.failed = append(t.failed, false)
-		// A queued TRIM of these bytes must not run after the write lands: TryWrite drops it.
-		// A TRIM already in flight may land after the write: the write must wait for it.
-		if ok, _ := a.engine.TryWrite(e.Member, e.Offset, e.Length); !ok {
-			wait = true
+		rg := discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+		if !a.active(e.Member) {
+			rg.Len = 0 // nothing goes to a member out of service
 		}
+		t.failed = append(t.failed, rg.Len == 0)
+		t.write.Ranges = append(t.write.Ranges, rg)
 	}
-	if wait {
-		go a.slowWrite(r, t)
+	a.admitWrite(r, t)
+}
+
+// admitWrite issues every copy of the write once the engine admits it: queued TRIMs of these bytes
+// are gone and none is in flight over them. Parked, it comes back through Resume.
+func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
+	if !a.engine.BeginWrite(&t.write) {
+		a.discard.parkedWrites.Add(1)
 		return
 	}
 	for i, e := range t.exts {
-		if !a.active(e.Member) {
-			t.failed[i] = true
+		if t.failed[i] {
 			continue
 		}
 		buf := r.Buf[e.Logical-r.Offset : e.Logical-r.Offset+e.Length]
-		a.engine.StartIO(e.Member)
 		if err := r.PrepWrite(a.fd(e.Member), buf, a.dataOff[e.Member]+e.Offset, r.FUA, uint32(i)); err != nil {
-			a.engine.EndIO(e.Member)
+			a.engine.EndWrite(&t.write, i)
 			t.failed[i] = true
 			continue
 		}
 		t.pending++
 	}
 	a.finishIfDone(r, t)
-}
-
-// slowWrite waits for the TRIMs in flight that the write overlaps, then writes every copy with
-// plain syscalls, off the queue goroutine.
-func (a *Array) slowWrite(r *ublk.Request, t *tagState) {
-	for _, e := range t.exts {
-		_ = a.engine.WaitWrite(e.Member, e.Offset, e.Length)
-	}
-	for i, e := range t.exts {
-		if !a.active(e.Member) {
-			t.failed[i] = true
-			continue
-		}
-		buf := r.Buf[e.Logical-r.Offset : e.Logical-r.Offset+e.Length]
-		flags := 0
-		if r.FUA {
-			flags = unix.RWF_DSYNC
-		}
-		n, err := unix.Pwritev2(a.fd(e.Member), [][]byte{buf}, a.dataOff[e.Member]+e.Offset, flags)
-		if err == nil && int64(n) != e.Length {
-			err = unix.EIO
-		}
-		a.account(e.Member, ublk.OpWrite, e.Length, err)
-		if err != nil {
-			t.failed[i] = true
-			t.newFail = true
-			a.fail(e.Member, err)
-		}
-	}
-	res := a.writeResult(r, t)
-	if t.newFail {
-		_ = a.writeSuperblocks(StateDirty)
-	}
-	r.Complete(res)
 }
 
 func (a *Array) serveFlush(r *ublk.Request, t *tagState) {
@@ -308,23 +242,18 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 		r.Complete(-int32(unix.EIO))
 		return
 	}
-	t.ranges = t.ranges[:0]
-	var bytes int64
+	t.disc.Ranges = t.disc.Ranges[:0]
 	for _, e := range exts {
 		if !a.active(e.Member) {
 			continue
 		}
-		t.ranges = append(t.ranges, discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
-		bytes += e.Length
+		t.disc.Ranges = append(t.disc.Ranges, discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
 	}
 	a.discard.requests.Add(1)
 	a.discard.bytes.Add(uint64(r.Length))
-	a.discard.memberRanges.Add(uint64(len(t.ranges)))
-	if len(t.ranges) == 0 {
-		r.Complete(0)
-		return
-	}
-	a.engine.Discard(t.ranges, r.Done)
+	a.discard.memberRanges.Add(uint64(len(t.disc.Ranges)))
+	t.disc.Done = r
+	a.engine.Discard(&t.disc)
 }
 
 // Reap takes the result of one member I/O; see ublk.RingTarget.
@@ -335,17 +264,23 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 	switch r.Op {
 	case ublk.OpRead:
 		p := &t.pieces[i]
-		e := p.Copies[t.copyIdx[i]]
-		a.engine.EndIO(e.Member)
+		c := t.read.Pieces[i].Pick()
 		err := ioResult(res, p.Length)
-		a.account(e.Member, ublk.OpRead, p.Length, err)
-		if err != nil {
-			a.fail(e.Member, err)
-			a.readNextCopy(r, t, i) // fail over; sets t.err when no copy is left
+		a.account(c.Member, ublk.OpRead, p.Length, err)
+		if err == nil {
+			a.engine.EndRead(&t.read, i)
+			break
+		}
+		a.fail(c.Member, err)
+		// Fail over to another copy; with none left the request fails.
+		if a.engine.Reread(&t.read, i) {
+			a.prepRead(r, t, i)
+		} else {
+			t.err = -int32(unix.EIO)
 		}
 	case ublk.OpWrite:
 		e := t.exts[i]
-		a.engine.EndIO(e.Member)
+		a.engine.EndWrite(&t.write, i)
 		err := ioResult(res, e.Length)
 		a.account(e.Member, ublk.OpWrite, e.Length, err)
 		if err != nil {

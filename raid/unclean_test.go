@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/mapping"
 )
 
 // An array that was not stopped cleanly (its members still say dirty) assembles as unclean, with
@@ -14,9 +16,9 @@ func TestUncleanFromDirtySuperblocks(t *testing.T) {
 		ac     arrayCase
 		resync string
 	}{
-		{arrayCase{LevelRAID1, LayoutNone, 2, 0}, ResyncPending},
-		{arrayCase{LevelRAID10, LayoutN2, 4, 64 << 10}, ResyncPending},
-		{arrayCase{LevelRAID0, LayoutNone, 2, 64 << 10}, ""},
+		{arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}, ResyncPending},
+		{arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}, ResyncPending},
+		{arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, ""},
 	} {
 		t.Run(c.ac.String(), func(t *testing.T) {
 			a, paths := createArray(t, c.ac, "sync")

@@ -9,11 +9,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/ublk/blkdiscard"
+	"uraid/discard"
 )
 
-// TestE2EBlockDiscardURing discards ranges of a loop device through io_uring's
-// BLOCK_URING_CMD_DISCARD, several at once, and checks the backing file lost exactly those blocks.
+// doneFunc is a discard.Completer made of a function.
+type doneFunc func(error)
+
+func (f doneFunc) Done(err error) { f(err) }
+
+// TestE2EBlockDiscardURing discards ranges of a loop device through a member lane's io_uring
+// (BLOCK_URING_CMD_DISCARD), several at once, and checks the backing file lost exactly those
+// blocks.
 func TestE2EBlockDiscardURing(t *testing.T) {
 	needGuest(t)
 	members, backing := memberSet(t, "loop", 1, 64<<20)
@@ -28,19 +34,22 @@ func TestE2EBlockDiscardURing(t *testing.T) {
 	require.NoError(t, f.Sync())
 	before := allocatedBytes(t, backing[0])
 
-	d, err := blkdiscard.New(int(f.Fd()), 4)
+	is, err := discard.NewRingIssuer(int(f.Fd()), true, 0, 4)
 	require.NoError(t, err)
-	defer d.Close()
+	e, err := discard.New(discard.Config{Mode: discard.Sync, Members: []discard.Member{{Issuer: is, InFlight: 4}}})
+	require.NoError(t, err)
+	defer e.Close()
 	var wg sync.WaitGroup
 	for i := range 8 { // every other MiB of the first 16
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			assert.NoError(t, d.Discard(int64(2*i)<<20, 1<<20))
-		}()
+		d := &discard.Discard{Ranges: []discard.Range{{Off: int64(2*i) << 20, Len: 1 << 20}}, Done: doneFunc(func(err error) {
+			assert.NoError(t, err)
+			wg.Done()
+		})}
+		e.Discard(d)
 	}
 	wg.Wait()
-	assert.True(t, d.Async(), "Linux 6.12 has BLOCK_URING_CMD_DISCARD; the discarder fell back to the ioctl")
+	assert.True(t, e.Settings(0).Async, "Linux 6.12 has BLOCK_URING_CMD_DISCARD; the issuer fell back to the ioctl")
 	after := allocatedBytes(t, backing[0])
 	assert.Equal(t, int64(8<<20), before-after, "the backing file should lose exactly the 8 discarded MiB")
 

@@ -364,7 +364,7 @@ func (d *Device) Drain(ctx context.Context) error {
 	n := len(d.queues)
 	for _, q := range d.queues {
 		q.draining.Store(p)
-		q.wake()
+		_ = q.waker.Wake()
 	}
 	d.mu.Unlock()
 	for range n {
@@ -388,8 +388,8 @@ func (d *Device) EndDrain() {
 
 func (d *Device) endDrainLocked() {
 	for _, q := range d.queues {
-		if q.draining.Swap(nil) != nil && q.wakeFd >= 0 {
-			q.wake()
+		if q.draining.Swap(nil) != nil && q.waker != nil {
+			_ = q.waker.Wake()
 		}
 	}
 }
@@ -410,8 +410,8 @@ func (d *Device) Abandon() error {
 	d.stopped = true
 	for _, q := range d.queues {
 		q.abandon.Store(true)
-		if q.wakeFd >= 0 {
-			q.wake()
+		if q.waker != nil {
+			_ = q.waker.Wake()
 		}
 	}
 	d.running.Wait()
@@ -439,7 +439,7 @@ func (d *Device) FailQueue(q int, err error) error {
 		return fmt.Errorf("ublk: no live queue %d", q)
 	}
 	d.queues[q].fault.Store(&err)
-	d.queues[q].wake()
+	_ = d.queues[q].waker.Wake()
 	return nil
 }
 
@@ -455,8 +455,8 @@ func (d *Device) teardown() error {
 	}
 	for _, q := range d.queues {
 		q.stopping.Store(true)
-		if q.wakeFd >= 0 {
-			q.wake()
+		if q.waker != nil {
+			_ = q.waker.Wake()
 		}
 	}
 	d.running.Wait()

@@ -23,6 +23,11 @@
 // writes, fsync, fallocate, block discards) on the queue's ring from inside
 // Serve or Reap; those completions come back to Reap on the queue goroutine
 // and never cross a thread. This is the fast path for file and member I/O.
+// A Resumer may also park a request it cannot go on with yet (it waits for
+// something another goroutine will finish) and later call Request.Resume
+// from anywhere: the queue goroutine then calls its Resume method, where
+// it prepares ring I/O as in Serve. A request that waits costs neither a
+// goroutine nor a blocked queue.
 //
 // # Cleanup and recovery
 //
@@ -42,6 +47,9 @@
 // from any goroutine; Stop is idempotent and may run concurrently with
 // Start's return or with itself.
 // Request.Complete and Request.Done are safe from any goroutine, once per
-// request. The Prep methods of Request are for the queue goroutine only:
-// call them inside Serve or Reap.
+// request; Request.Resume once per park. The Prep methods of Request are for
+// the queue goroutine only: call them inside Serve, Reap or Resume. With
+// URAID_VERIFY=1 the queue checks its per-tag bookkeeping after every batch
+// and panics on a request completed twice (otherwise the second completion
+// is dropped).
 package ublk

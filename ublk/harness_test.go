@@ -13,6 +13,7 @@ import (
 
 	"uraid/internal/uapi"
 	"uraid/internal/uring"
+	"uraid/internal/verify"
 )
 
 // seen is what a target observed of a request.
@@ -256,7 +257,21 @@ func (t *twiceTarget) Serve(r *Request) {
 	t.second <- r
 }
 
+// In production a second completion of one request is dropped; in verify
+// mode (URAID_VERIFY=1) it panics where the bug is.
 func TestSecondCompletionIsIgnored(t *testing.T) {
+	defer func(on bool) { verify.On = on }(verify.On)
+	verify.On = true
+	{
+		target := &twiceTarget{second: make(chan *Request, 1)}
+		h := newTestHarness(t, target, 2, 4096)
+		_, err := h.Do(HarnessRequest{Op: OpRead, Length: 4096})
+		require.NoError(t, err)
+		assert.PanicsWithValue(t, "ublk queue 0 tag 0: request completed twice", func() {
+			(<-target.second).Complete(-int32(unix.EIO))
+		})
+	}
+	verify.On = false
 	target := &twiceTarget{second: make(chan *Request, 1)}
 	h := newTestHarness(t, target, 2, 4096)
 	for range 3 {

@@ -12,6 +12,7 @@ import (
 
 	"uraid/internal/uapi"
 	"uraid/internal/uring"
+	"uraid/internal/verify"
 )
 
 // user_data of every SQE on a queue ring says who its completion is for:
@@ -62,6 +63,11 @@ type queue struct {
 	// done is filled by any goroutine (Request.Complete) and drained by
 	// the queue goroutine.
 	done completions
+	// resumes lists held requests a target wants to carry on with on the
+	// queue goroutine (Request.Resume); res is unused. rs is the target's
+	// Resumer side, or nil.
+	resumes completions
+	rs      Resumer
 	// sleeping is 1 while the queue goroutine is about to block or is
 	// blocked in io_uring_enter, 2 once a completer has written the
 	// eventfd for that sleep; 0 otherwise. It keeps completers from
@@ -80,11 +86,13 @@ type queue struct {
 	abandon atomic.Bool
 	// fault, when set, ends the queue with that error (Device.FailQueue).
 	fault atomic.Pointer[error]
-	// wakeFd is an eventfd the queue keeps a poll armed on, so a write
-	// from any goroutine ends its io_uring_enter.
-	wakeFd int
-	one    [8]byte // the eventfd increment, 1 in host order
-	drain  [8]byte // eventfd read buffer, queue goroutine only
+	// waker's eventfd has a poll armed in the ring, so a write from any
+	// goroutine ends the queue's io_uring_enter.
+	waker *uring.Waker
+	// kicking counts completers between their push and the end of their
+	// wake: close waits for them, or a late wake could write to the
+	// eventfd's number after it was closed and reused.
+	kicking atomic.Int32
 
 	// harness, when set, receives results instead of the kernel.
 	harness *Harness
@@ -95,20 +103,20 @@ type queue struct {
 
 func newQueue(id uint16, depth int, target Target, size int64) *queue {
 	q := &queue{
-		id:     id,
-		size:   size,
-		depth:  depth,
-		charFd: -1,
-		target: target,
-		reqs:   make([]Request, depth),
-		state:  make([]uint8, depth),
-		held:   make([]atomic.Bool, depth),
-		bufs:   make([][]byte, depth),
-		done:   newCompletions(depth),
-		wakeFd: -1,
+		id:      id,
+		size:    size,
+		depth:   depth,
+		charFd:  -1,
+		target:  target,
+		reqs:    make([]Request, depth),
+		state:   make([]uint8, depth),
+		held:    make([]atomic.Bool, depth),
+		bufs:    make([][]byte, depth),
+		done:    newCompletions(depth),
+		resumes: newCompletions(depth),
 	}
 	q.rt, _ = target.(RingTarget)
-	*(*uint64)(unsafe.Pointer(&q.one)) = 1
+	q.rs, _ = target.(Resumer)
 	for tag := range q.reqs {
 		q.reqs[tag] = Request{Queue: id, Tag: uint16(tag), q: q}
 	}
@@ -137,26 +145,37 @@ func (q *queue) complete(tag uint16, res int32) {
 	// A second completion of the same request (a target bug) would link
 	// the tag into the stack twice and loop it; drop it instead.
 	if !q.held[tag].CompareAndSwap(true, false) {
+		if verify.On {
+			panic(fmt.Sprintf("ublk queue %d tag %d: request completed twice", q.id, tag))
+		}
 		return
 	}
+	q.kicking.Add(1)
 	q.done.push(tag, res)
-	// Dekker-style handshake with wait: the queue sets sleeping before
-	// its last look at done, the completer pushes before it looks at
-	// sleeping, so at least one of them sees the other.
-	if q.sleeping.CompareAndSwap(1, 2) {
-		q.wake()
-	}
+	q.kick()
+	q.kicking.Add(-1)
 }
 
-// wake makes the queue goroutine return from io_uring_enter.
-func (q *queue) wake() {
-	for {
-		_, err := unix.Write(q.wakeFd, q.one[:])
-		if err != unix.EINTR {
-			// EAGAIN means the counter is saturated: a wakeup is
-			// pending anyway.
-			return
-		}
+// resume hands tag back to the queue goroutine, which calls the target's
+// Resume with it. Safe from any goroutine; does not allocate.
+func (q *queue) resume(tag uint16) {
+	if verify.On {
+		verify.Check(q.held[tag].Load(), "ublk queue %d tag %d: resume of a request the target does not hold", q.id, tag)
+		verify.Check(q.rs != nil, "ublk queue %d: %T resumes a request but has no Resume method", q.id, q.target)
+	}
+	q.kicking.Add(1)
+	q.resumes.push(tag, 0)
+	q.kick()
+	q.kicking.Add(-1)
+}
+
+// kick wakes the queue goroutine if it is asleep in the kernel. Dekker-style
+// handshake with wait: the queue sets sleeping before its last look at done
+// and resumes, a completer pushes before it looks at sleeping, so at least
+// one of them sees the other.
+func (q *queue) kick() {
+	if q.sleeping.CompareAndSwap(1, 2) {
+		_ = q.waker.Wake() // fails only on a closed eventfd: the queue is gone
 	}
 }
 
@@ -283,7 +302,7 @@ func (q *queue) checkDrain() error {
 // completions.
 func (q *queue) wait() error {
 	q.sleeping.Store(1)
-	if !q.done.empty() {
+	if !q.done.empty() || !q.resumes.empty() {
 		q.sleeping.Store(0)
 		return nil
 	}
@@ -402,14 +421,25 @@ func (q *queue) dispatch(tag uint16) {
 	q.target.Serve(r)
 }
 
-// commitDone turns every finished request into a COMMIT_AND_FETCH.
+// commitDone lets the target carry on with the requests it resumed, then
+// turns every finished request into a COMMIT_AND_FETCH.
 func (q *queue) commitDone() error {
+	for l := q.resumes.takeAll(); l != 0; {
+		tag, _, rest := q.resumes.walk(l)
+		l = rest
+		if q.state[tag] == tagServing && q.held[tag].Load() && q.rs != nil {
+			q.rs.Resume(&q.reqs[tag])
+		}
+	}
 	for l := q.done.takeAll(); l != 0; {
 		tag, res, rest := q.done.walk(l)
 		l = rest
 		if q.state[tag] != tagServing {
 			// Completed twice: a target bug. Committing again would
 			// hand the kernel a tag it has not given us.
+			if verify.On {
+				panic(fmt.Sprintf("ublk queue %d tag %d: committed twice", q.id, tag))
+			}
 			continue
 		}
 		q.state[tag] = tagFetching
@@ -422,7 +452,33 @@ func (q *queue) commitDone() error {
 			return err
 		}
 	}
+	if verify.On {
+		q.verify()
+	}
 	return nil
+}
+
+// verify checks the queue's bookkeeping against its per-tag states; verify
+// mode only, on the queue goroutine.
+func (q *queue) verify() {
+	var serving, aborted, withheld int
+	for tag, st := range q.state {
+		switch st {
+		case tagServing:
+			serving++
+		case tagAborted:
+			aborted++
+			verify.Check(!q.held[tag].Load(), "ublk queue %d tag %d: aborted but held", q.id, tag)
+		case tagFetching:
+			verify.Check(!q.held[tag].Load(), "ublk queue %d tag %d: fetching but held by the target", q.id, tag)
+		case tagWithheld:
+			withheld++
+			verify.Check(!q.held[tag].Load(), "ublk queue %d tag %d: withheld from the target but held by it", q.id, tag)
+		}
+	}
+	verify.Check(serving == q.serving && aborted == q.aborted && withheld == q.withheld && q.serving >= 0,
+		"ublk queue %d: counts say %d serving, %d aborted, %d withheld; tags say %d, %d, %d",
+		q.id, q.serving, q.aborted, q.withheld, serving, aborted, withheld)
 }
 
 // prepIO queues a FETCH or COMMIT_AND_FETCH for tag.
@@ -431,9 +487,7 @@ func (q *queue) prepIO(op uint32, tag uint16, res int32) error {
 	if err != nil {
 		return err
 	}
-	sqe.Opcode = uapi.IORING_OP_URING_CMD
-	sqe.Fd = q.charFd
-	sqe.SetCmdOp(op)
+	uring.PrepURingCmd(sqe, int(q.charFd), op)
 	*sqe.IOCmd() = uapi.IOCmd{QID: q.id, Tag: tag, Result: res, Addr: bufAddr(q.bufs[tag])}
 	sqe.UserData = udIO | uint64(tag)
 	return nil
@@ -445,10 +499,7 @@ func (q *queue) armWake() error {
 	if err != nil {
 		return err
 	}
-	sqe.Opcode = uapi.IORING_OP_POLL_ADD
-	sqe.Fd = int32(q.wakeFd)
-	sqe.OpFlags = unix.POLLIN
-	sqe.UserData = udWake
+	q.waker.ArmPoll(sqe, udWake)
 	return nil
 }
 
@@ -458,11 +509,8 @@ func (q *queue) onWake(res int32) error {
 	if res < 0 && res != -int32(unix.ECANCELED) {
 		return fmt.Errorf("ublk queue %d: poll wake eventfd: %w", q.id, unix.Errno(-res))
 	}
-	for {
-		_, err := unix.Read(q.wakeFd, q.drain[:])
-		if err != unix.EINTR {
-			break
-		}
+	if err := q.waker.Drain(); err != nil {
+		return fmt.Errorf("ublk queue %d: %w", q.id, err)
 	}
 	return q.armWake()
 }
@@ -513,11 +561,11 @@ func (q *queue) openBuffers(maxIO int) error {
 	for tag := range q.bufs {
 		q.bufs[tag] = mem[tag*maxIO : (tag+1)*maxIO : (tag+1)*maxIO]
 	}
-	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	w, err := uring.NewWaker()
 	if err != nil {
-		return fmt.Errorf("ublk queue %d: %w", q.id, os.NewSyscallError("eventfd", err))
+		return fmt.Errorf("ublk queue %d: %w", q.id, err)
 	}
-	q.wakeFd = fd
+	q.waker = w
 	return nil
 }
 
@@ -534,9 +582,12 @@ func (q *queue) close() error {
 		errs = append(errs, unix.Munmap(q.bufMem))
 		q.bufMem = nil
 	}
-	if q.wakeFd >= 0 {
-		errs = append(errs, unix.Close(q.wakeFd))
-		q.wakeFd = -1
+	if q.waker != nil {
+		for q.kicking.Load() > 0 {
+			runtime.Gosched() // a completer is between its push and its wake: nanoseconds
+		}
+		errs = append(errs, q.waker.Close())
+		q.waker = nil
 	}
 	return errors.Join(errs...)
 }

@@ -57,6 +57,16 @@ func (r *Request) Complete(res int32) {
 	r.q.complete(r.Tag, res)
 }
 
+// Resume hands a request the target holds back to its queue goroutine,
+// which calls the target's Resume (see Resumer) with it: a request that had
+// to wait (for a TRIM, a metadata write) carries on where ring I/O can be
+// prepared, without a goroutine of its own. Safe from any goroutine, once
+// per wait; the target must not touch r between Resume and its Resume
+// method being called.
+func (r *Request) Resume() {
+	r.q.resume(r.Tag)
+}
+
 // Done finishes the request: with success (all of Length for READ and
 // WRITE) when err is nil, else with the errno that err wraps, or EIO.
 func (r *Request) Done(err error) {

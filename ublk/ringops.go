@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/internal/uapi"
+	"uraid/internal/uring"
 )
 
 // The Prep methods queue I/O on the ring of r's queue for a RingTarget.
@@ -21,11 +22,7 @@ func (r *Request) PrepRead(fd int, buf []byte, off int64, sub uint32) error {
 	if err != nil {
 		return err
 	}
-	sqe.Opcode = uapi.IORING_OP_READ
-	sqe.Fd = int32(fd)
-	sqe.Addr = bufAddr(buf)
-	sqe.Len = uint32(len(buf))
-	sqe.Off = uint64(off)
+	uring.PrepRead(sqe, fd, uintptr(bufAddr(buf)), uint32(len(buf)), uint64(off))
 	return nil
 }
 
@@ -36,11 +33,7 @@ func (r *Request) PrepWrite(fd int, buf []byte, off int64, fua bool, sub uint32)
 	if err != nil {
 		return err
 	}
-	sqe.Opcode = uapi.IORING_OP_WRITE
-	sqe.Fd = int32(fd)
-	sqe.Addr = bufAddr(buf)
-	sqe.Len = uint32(len(buf))
-	sqe.Off = uint64(off)
+	uring.PrepWrite(sqe, fd, uintptr(bufAddr(buf)), uint32(len(buf)), uint64(off))
 	if fua {
 		sqe.OpFlags = unix.RWF_DSYNC
 	}
@@ -53,11 +46,7 @@ func (r *Request) PrepFsync(fd int, datasync bool, sub uint32) error {
 	if err != nil {
 		return err
 	}
-	sqe.Opcode = uapi.IORING_OP_FSYNC
-	sqe.Fd = int32(fd)
-	if datasync {
-		sqe.OpFlags = uapi.IORING_FSYNC_DATASYNC
-	}
+	uring.PrepFsync(sqe, fd, datasync)
 	return nil
 }
 
@@ -68,29 +57,22 @@ func (r *Request) PrepFallocate(fd int, mode uint32, off, length int64, sub uint
 	if err != nil {
 		return err
 	}
-	// io_uring's fallocate takes the length in addr and the mode in len.
-	sqe.Opcode = uapi.IORING_OP_FALLOCATE
-	sqe.Fd = int32(fd)
-	sqe.Off = uint64(off)
-	sqe.Addr = uint64(length)
-	sqe.Len = mode
+	uring.PrepFallocate(sqe, fd, mode, uint64(off), uint64(length))
 	return nil
 }
 
 // PrepBlockDiscard discards [off, off+length) of the block device fd (open
 // for writing) without blocking the queue (BLOCK_URING_CMD_DISCARD, Linux
-// 6.12+). Kernels without it answer -EOPNOTSUPP; -EAGAIN asks for a retry.
-// Unlike BLKDISCARD it does not exclude overlapping reads and writes.
+// 6.12+). What to do with its result is internal/blkdiscard's policy: retry
+// on -EAGAIN, and on -EOPNOTSUPP probe with BLKDISCARD off the queue
+// goroutine. Unlike BLKDISCARD it does not exclude overlapping reads and
+// writes.
 func (r *Request) PrepBlockDiscard(fd int, off, length int64, sub uint32) error {
 	sqe, err := r.targetSQE(sub)
 	if err != nil {
 		return err
 	}
-	sqe.Opcode = uapi.IORING_OP_URING_CMD
-	sqe.Fd = int32(fd)
-	sqe.SetCmdOp(uapi.BLOCK_URING_CMD_DISCARD)
-	sqe.Addr = uint64(off)
-	sqe.Addr3 = uint64(length)
+	uring.PrepDiscard(sqe, fd, uint64(off), uint64(length))
 	return nil
 }
 

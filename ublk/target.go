@@ -22,3 +22,12 @@ type RingTarget interface {
 	Target
 	Reap(r *Request, sub uint32, res int32)
 }
+
+// Resumer is a RingTarget that parks requests: it returns from Serve (or
+// Reap) holding a request it cannot go on with yet, and once it can, calls
+// r.Resume from any goroutine; the queue goroutine then calls Resume(r),
+// where the target may prepare ring I/O and complete r as in Serve.
+type Resumer interface {
+	RingTarget
+	Resume(r *Request)
+}

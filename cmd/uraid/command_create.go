@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
+	"uraid/mapping"
 	"uraid/raid"
 )
 
@@ -50,13 +51,13 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if o.level == "" {
 		return usageError{fmt.Errorf("--level is required: linear, 0, 1 or 10")}
 	}
-	level, err := raid.ParseLevel(o.level)
+	level, err := mapping.ParseLevel(o.level)
 	if err != nil {
 		return usageError{err}
 	}
-	var layout raid.Layout
+	layout := mapping.NoLayout // raid.Create picks n2 for raid10
 	if o.layout != "" {
-		if layout, err = raid.ParseLayout(o.layout); err != nil {
+		if layout, err = mapping.ParseLayout(o.layout); err != nil {
 			return usageError{err}
 		}
 	}

@@ -47,11 +47,11 @@ func newExamineCommand() *cobra.Command {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			e := examined{Path: args[0], Name: sb.Name, UUID: sb.ArrayUUID.String(), MemberUUID: sb.MemberUUID.String(),
-				Level: sb.Level.String(), ChunkBytes: sb.ChunkSize, Members: sb.Members, Index: sb.Index,
+				Level: sb.Level.ShortName(), ChunkBytes: sb.ChunkSize, Members: sb.Members, Index: sb.Index,
 				DataOffset: sb.DataOffset, DataSize: sb.DataSize, Events: sb.Events, State: sb.State.String(),
 				CreateTime: time.Unix(0, sb.CreateTime).UTC().Format(time.RFC3339),
 				UpdateTime: time.Unix(0, sb.UpdateTime).UTC().Format(time.RFC3339)}
-			if sb.Level == raid.LevelRAID10 {
+			if sb.Level.HasLayout() {
 				e.Layout = sb.Layout.String()
 			}
 			out := cmd.OutOrStdout()

@@ -1,7 +1,10 @@
 package main
 
-import "uraid/raid"
+import (
+	"uraid/mapping"
+	"uraid/raid"
+)
 
 func createOnly(paths []string) ([]*raid.Member, []*raid.Superblock, error) {
-	return raid.Create(raid.CreateOptions{Name: "arr", Level: raid.LevelRAID1, Members: paths})
+	return raid.Create(raid.CreateOptions{Name: "arr", Level: mapping.RAID1, Members: paths})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
+	"uraid/mapping"
 	"uraid/raid"
 )
 
@@ -190,10 +191,12 @@ func active(st daemon.Status) int {
 	return n
 }
 
-// levelName spells a level as mdadm does: raid0, raid1, raid10, linear.
-func levelName(l string) string {
-	if l == "linear" {
-		return l
+// levelName is how the text views spell the level that the JSON carries by its short name: "10"
+// is shown as "raid10", as mdadm shows it. A name this build does not know is shown as it came.
+func levelName(short string) string {
+	l, err := mapping.ParseLevel(short)
+	if err != nil {
+		return short
 	}
-	return "raid" + l
+	return l.String()
 }

@@ -75,3 +75,35 @@ func TestDetailTrimSettings(t *testing.T) {
 		assert.Equal(t, want, [2]string{rows[path][at], rows[path][ex]}, path)
 	}
 }
+
+// TestLevelNamesInViews pins how status and detail spell each level and layout: the JSON carries
+// the short name (see raid.TestStatusLevelNames), the text views mdadm's long one.
+func TestLevelNamesInViews(t *testing.T) {
+	tests := []struct {
+		level, layout string // as raid.Status carries them
+		line          string // uraid status, after "demo : degraded "
+		detail        string // uraid detail's Raid Level row
+	}{
+		{"linear", "", "linear /dev/ublkb0", "linear"},
+		{"0", "", "raid0 /dev/ublkb0", "raid0"},
+		{"1", "", "raid1 /dev/ublkb0", "raid1"},
+		{"10", "n2", "raid10 n2 /dev/ublkb0", "raid10"},
+		{"10", "o2", "raid10 o2 /dev/ublkb0", "raid10"},
+		{"6", "", "6 /dev/ublkb0", "6"}, // a level from a newer daemon is shown as it came
+	}
+	for _, tt := range tests {
+		st := trimStatus()
+		st.Level, st.Layout = tt.level, tt.layout
+		var out bytes.Buffer
+		writeStatusLine(&out, st)
+		assert.True(t, strings.HasPrefix(out.String(), "demo : degraded "+tt.line+" "), "%q", out.String())
+		out.Reset()
+		writeDetail(&out, st)
+		assert.Contains(t, out.String(), "     Raid Level : "+tt.detail+"\n")
+		if tt.layout != "" {
+			assert.Contains(t, out.String(), "         Layout : "+tt.layout+"\n")
+		} else {
+			assert.NotContains(t, out.String(), "Layout :")
+		}
+	}
+}

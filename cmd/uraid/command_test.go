@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/mapping"
+	"uraid/raid"
 )
 
 // runCLI drives the root command as a user would and returns the exit status and both outputs.
@@ -117,6 +120,52 @@ func TestExamineCLI(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, out, "Array Name : arr")
 	assert.Contains(t, out, "Raid Level : raid1")
+}
+
+// TestExamineLevelNames pins how examine spells every level and layout: the JSON carries the
+// short name --level takes, the text view mdadm's long one.
+func TestExamineLevelNames(t *testing.T) {
+	tests := []struct {
+		level            mapping.Level
+		layout           mapping.Layout
+		json, jsonLayout string
+		text, textLayout string
+	}{
+		{mapping.Linear, mapping.NoLayout, "linear", "", "linear", ""},
+		{mapping.RAID0, mapping.NoLayout, "0", "", "raid0", ""},
+		{mapping.RAID1, mapping.NoLayout, "1", "", "raid1", ""},
+		{mapping.RAID10, mapping.NoLayout, "10", "n2", "raid10", "n2"},
+		{mapping.RAID10, mapping.Far2, "10", "f2", "raid10", "f2"},
+		{mapping.RAID10, mapping.Offset2, "10", "o2", "raid10", "o2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text+"-"+tt.textLayout, func(t *testing.T) {
+			ms := memberFiles(t, 2, 8<<20)
+			cms, _, err := raid.Create(raid.CreateOptions{Name: "arr", Level: tt.level, Layout: tt.layout, Members: ms})
+			require.NoError(t, err)
+			for _, m := range cms {
+				m.Close()
+			}
+			code, out, errOut := runCLI(t, "examine", "--json", ms[0])
+			require.Equal(t, exitOK, code, errOut)
+			var fields map[string]any
+			require.NoError(t, json.Unmarshal([]byte(out), &fields))
+			assert.Equal(t, tt.json, fields["level"])
+			if tt.jsonLayout == "" {
+				assert.NotContains(t, fields, "layout")
+			} else {
+				assert.Equal(t, tt.jsonLayout, fields["layout"])
+			}
+			code, out, errOut = runCLI(t, "examine", ms[0])
+			require.Equal(t, exitOK, code, errOut)
+			assert.Contains(t, out, "     Raid Level : "+tt.text+"\n")
+			if tt.textLayout == "" {
+				assert.NotContains(t, out, "Layout :")
+			} else {
+				assert.Contains(t, out, "         Layout : "+tt.textLayout+"\n")
+			}
+		})
+	}
 }
 
 func TestStatusWithoutArrays(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/blkdiscard"
 	"uraid/ublk"
-	"uraid/ublk/blkdiscard"
 )
 
 // Options adjust how the backing file is used.
@@ -39,9 +39,9 @@ type Target struct {
 	direct bool
 	params ublk.Params
 
-	// uringDiscard is cleared the first time the kernel answers
-	// BLOCK_URING_CMD_DISCARD with EOPNOTSUPP.
-	uringDiscard atomic.Bool
+	// policy chooses between BLOCK_URING_CMD_DISCARD and BLKDISCARD, as
+	// for array members (internal/blkdiscard).
+	policy blkdiscard.Policy
 	// zeroRange is cleared when the filesystem refuses FALLOC_FL_ZERO_RANGE
 	// (tmpfs does); NOUNMAP zeroing then punches and reallocates.
 	zeroRange atomic.Bool
@@ -86,7 +86,6 @@ func Open(path string, opts Options) (*Target, error) {
 		return nil, fmt.Errorf("file target: %w", err)
 	}
 	t := &Target{f: f, fd: int(f.Fd()), direct: direct, slow: make(chan *ublk.Request, maxRequests)}
-	t.uringDiscard.Store(true)
 	t.zeroRange.Store(true)
 	if err := t.probe(); err != nil {
 		f.Close()
@@ -253,7 +252,7 @@ func (t *Target) discard(r *ublk.Request) error {
 		// A hole reads back as zeroes and frees the blocks.
 		return r.PrepFallocate(t.fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, r.Offset, r.Length, subIO)
 	}
-	if !t.uringDiscard.Load() {
+	if !t.policy.Async() {
 		t.slow <- r
 		return nil
 	}
@@ -284,13 +283,11 @@ func (t *Target) Reap(r *ublk.Request, sub uint32, res int32) {
 		// A short count is fine: the kernel resends the rest.
 		r.Complete(res)
 		return
-	case sub == subDiscard && (res == -int32(unix.EOPNOTSUPP) || res == -int32(unix.EAGAIN) || res == -int32(unix.EINVAL)):
-		// EOPNOTSUPP: no asynchronous discard in this kernel, stop
-		// trying. EAGAIN and EINVAL: let BLKDISCARD retry this one,
-		// it gives the definite answer.
-		if res == -int32(unix.EOPNOTSUPP) {
-			t.uringDiscard.Store(false)
-		}
+	case sub == subDiscard && blkdiscard.Classify(res) == blkdiscard.Retry:
+		err = r.PrepBlockDiscard(t.fd, r.Offset, r.Length, subDiscard)
+	case sub == subDiscard && blkdiscard.Classify(res) == blkdiscard.Probe:
+		// Maybe no asynchronous discard in this kernel: the worker's
+		// BLKDISCARD tells, and answers for this request.
 		t.slow <- r
 		return
 	case sub == subZeroRange && res == -int32(unix.EOPNOTSUPP):
@@ -318,7 +315,7 @@ func (t *Target) work() {
 	defer t.worker.Done()
 	for r := range t.slow {
 		t.slowDiscards.Add(1)
-		r.Done(blkdiscard.Ioctl(t.fd, r.Offset, r.Length))
+		r.Done(t.policy.Probe(t.fd, r.Offset, r.Length))
 	}
 }
 

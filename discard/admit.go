@@ -1,0 +1,227 @@
+package discard
+
+import (
+	"math"
+
+	"uraid/internal/verify"
+)
+
+// BeginRead admits a read: for each piece it checks that no copy has a
+// discard queued or in flight over the bytes (else the copies could
+// disagree: see the package documentation), then picks the copy to read
+// from and opens that member's I/O gate.
+//
+// The copy is the one whose TRIMs would delay the read least (a member with
+// TRIMs to do is left to do them), among members that have not failed, and
+// then the one with the fewest reads and writes in progress; among equals
+// the search starts at copy turn+i of piece i, so that a caller that counts
+// turn up spreads reads over the mirrors. If a TRIM
+// starts on the picked member before the gate closes, the read goes to
+// another copy when one is better.
+//
+// It returns false when a discard is pending over some copy: the read is
+// parked, the TRIMs over its bytes go first, and r.Waiter is resumed once
+// they are done; call BeginRead again then. On true every piece has a Pick
+// (a piece with no working copy left has none: Pick panics, check HasPick),
+// and EndRead must be called for each piece with a Pick.
+func (e *Engine) BeginRead(r *Read, turn uint32) bool {
+	for i := range r.Pieces {
+		p := &r.Pieces[i]
+		p.pick = -1
+		for _, c := range p.Copies[:p.N] {
+			m := e.members[c.Member]
+			if c.Len <= 0 || m.outstanding.Load() == 0 || m.isDown.Load() {
+				continue
+			}
+			m.mu.Lock()
+			if !m.closed && !m.down && m.q.Overlaps(c.Off, c.Len) {
+				m.park(&m.readers, &r.Ticket, c.Off, c.Len)
+				m.mu.Unlock()
+				m.wake() // the gate lifts for a waiting reader
+				return false
+			}
+			m.mu.Unlock()
+		}
+	}
+	for i := range r.Pieces {
+		e.pickCopy(&r.Pieces[i], int(turn)+i, -1)
+	}
+	return true
+}
+
+// HasPick reports whether the piece has a copy to read from.
+func (p *ReadPiece) HasPick() bool { return p.pick >= 0 }
+
+// EndRead closes the I/O gate BeginRead or Reread opened for piece i.
+func (e *Engine) EndRead(r *Read, i int) {
+	p := &r.Pieces[i]
+	if p.pick < 0 {
+		return
+	}
+	e.endIO(p.Copies[p.pick].Member)
+}
+
+// Reread picks another copy for piece i after its read failed and the
+// caller failed that member (Fail), ending the old pick's gate first. It
+// reports false when no working copy is left.
+func (e *Engine) Reread(r *Read, i int) bool {
+	p := &r.Pieces[i]
+	prev := p.pick
+	if prev >= 0 {
+		e.endIO(p.Copies[prev].Member)
+		p.pick = -1
+	}
+	return e.pickCopy(p, prev+1, prev)
+}
+
+// pickCopy sets p.pick to the up copy of least stall, searching from start
+// (mod N) and never choosing skip, and opens its gate.
+func (e *Engine) pickCopy(p *ReadPiece, start, skip int) bool {
+	pick := e.leastStall(p, start, skip)
+	if pick < 0 {
+		p.pick = -1
+		return false
+	}
+	if e.startIO(p.Copies[pick].Member) {
+		// A TRIM started since leastStall looked: choose again with it
+		// counted, and move if another copy is now better.
+		if again := e.leastStall(p, pick+1, skip); again >= 0 && again != pick {
+			e.endIO(p.Copies[pick].Member)
+			pick = again
+			e.startIO(p.Copies[pick].Member)
+		}
+	}
+	p.pick = pick
+	return true
+}
+
+// leastStall returns the working copy of p that would serve a read soonest:
+// least stall first, then fewest reads and writes in progress on its member
+// (as md balances by queue depth, so that a member that runs one command
+// at a time is not sent as many reads as its idle mirror), then the first
+// from start. -1 when no copy works.
+func (e *Engine) leastStall(p *ReadPiece, start, skip int) int {
+	pick, least := -1, int64(math.MaxInt64)
+	for k := range p.N {
+		c := (start + k) % p.N
+		if c < 0 {
+			c += p.N
+		}
+		if c == skip {
+			continue
+		}
+		m := e.members[p.Copies[c].Member]
+		if m.isDown.Load() {
+			continue
+		}
+		if s := int64(m.stall())<<32 | int64(max(m.io.Load(), 0)); s < least {
+			pick, least = c, s
+			if s == 0 {
+				break
+			}
+		}
+	}
+	return pick
+}
+
+// BeginWrite admits a write of every range in w, one per copy. Queued
+// discards over the ranges are removed first, because a TRIM issued after
+// the write would destroy it (for a Sync discard those bytes count as
+// trimmed: once the write lands, discarding them is moot). If a TRIM in
+// flight overlaps a range, the device might apply it after the write: the
+// write is parked and w.Waiter resumed when that TRIM has finished; call
+// BeginWrite again then. On true the write may be issued, the I/O gates of
+// its members are open, and EndWrite must be called for every range.
+//
+// A discard queued after BeginWrite returned is a later request and may
+// trim the write, as it should.
+func (e *Engine) BeginWrite(w *Write) bool {
+	for _, r := range w.Ranges {
+		m := e.members[r.Member]
+		if r.Len <= 0 || m.outstanding.Load() == 0 {
+			continue
+		}
+		m.mu.Lock()
+		parts, cut := m.q.Cancel(r.Off, r.Len, nil)
+		var resume *Ticket
+		if cut > 0 {
+			m.publish()
+			resume = m.unpark() // reads that waited only for the cancelled bytes
+			m.cond.Broadcast()  // a Drain whose oldest piece the write took away
+		}
+		blocked := !m.closed && m.q.OverlapsInFlight(r.Off, r.Len)
+		if blocked {
+			m.park(&m.writers, &w.Ticket, r.Off, r.Len)
+		}
+		release := cut > 0 && m.q.Len() <= m.cfg.MaxQueued && e.held.Load() > 0
+		m.mu.Unlock()
+		for _, p := range parts {
+			p.Tag.settle(p.Bytes, nil)
+		}
+		resumeAll(resume)
+		if release {
+			e.releaseHeld()
+		}
+		if blocked {
+			return false
+		}
+	}
+	w.gated = w.gated[:0]
+	for _, r := range w.Ranges {
+		w.gated = append(w.gated, r.Len > 0)
+		if r.Len > 0 {
+			e.startIO(r.Member)
+		}
+	}
+	return true
+}
+
+// EndWrite closes the I/O gate BeginWrite opened for range i of w.
+func (e *Engine) EndWrite(w *Write, i int) {
+	if i < len(w.gated) && w.gated[i] {
+		w.gated[i] = false
+		e.endIO(w.Ranges[i].Member)
+	}
+}
+
+// startIO opens member i's I/O gate and reports whether a TRIM is in flight
+// there. On a member with YieldToIO no TRIM starts until the gate closes,
+// for at most MaxDefer.
+func (e *Engine) startIO(i int) (busy bool) {
+	m := e.members[i]
+	m.io.Add(1)
+	return m.busy.Load() > 0
+}
+
+func (e *Engine) endIO(i int) {
+	m := e.members[i]
+	n := m.io.Add(-1)
+	if verify.On {
+		verify.Check(n >= 0, "discard member %d: I/O gate closed more often than opened", i)
+	}
+	if n == 0 && m.cfg.YieldToIO && m.outstanding.Load() > 0 {
+		m.wake()
+	}
+}
+
+// maxStall is the highest stall score.
+const maxStall = 4
+
+// stall scores how much the member's TRIMs would delay a read sent there
+// now, from 0 to maxStall: 0 no TRIM pending; 1 TRIMs queued on a member
+// whose TRIMs do not stall I/O (no YieldToIO); 2 one in flight there; 3
+// TRIMs queued on a member that stalls I/O while it trims, which the read
+// would hold back; 4 a TRIM in flight there, which the read would wait for.
+func (m *member) stall() int {
+	busy := 0
+	if m.busy.Load() > 0 {
+		busy = 1
+	}
+	switch {
+	case m.outstanding.Load() == 0:
+		return 0
+	case !m.cfg.YieldToIO:
+		return 1 + busy
+	}
+	return 3 + busy
+}

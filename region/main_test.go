@@ -1,0 +1,27 @@
+package region
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// defaultChecks is how many random cases each property test runs unless
+// -rapid.checks or RAPID_CHECKS asks for another number. The map guards
+// user data, so rapid's default of 100 is too few; each case of the model
+// test is a long interleaving, so fewer are needed than mapping's 10000.
+const defaultChecks = "3000"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if _, env := os.LookupEnv("RAPID_CHECKS"); !set && !env {
+		if err := flag.Set("rapid.checks", defaultChecks); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+var testUUID = [16]byte{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0x47, 0xa8, 0x89, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0}
