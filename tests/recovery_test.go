@@ -587,25 +587,47 @@ func TestE2EOrphanWithoutRecord(t *testing.T) {
 	assert.NotContains(t, uraid(t, "list"), dev)
 }
 
-// delayedMembers makes n members whose writes take delay: dm-delay over loop devices. A write
-// the array has sent to one is then surely held by its daemon for that long. It returns the
-// members' paths and their dm names.
-func delayedMembers(t *testing.T, n int, size int64, delay time.Duration) (paths, names []string) {
+// delayed is a set of members that can be made slow: dm-delay over loop devices.
+type delayed struct {
+	t            *testing.T
+	paths, names []string
+	loops        []string
+	sectors      int64
+}
+
+// delayedMembers makes n members of size bytes, without delay until setDelay.
+func delayedMembers(t *testing.T, n int, size int64) *delayed {
 	t.Helper()
 	if k := os.Getenv("URAID_VM_KERNEL"); k != "" {
 		sh(t, "modprobe", "-d", k, "dm_delay")
 	}
-	loops, _ := memberSet(t, "loop", n, size)
-	for i, l := range loops {
+	d := &delayed{t: t, sectors: size >> 9}
+	d.loops, _ = memberSet(t, "loop", n, size)
+	for i := range d.loops {
 		name := fmt.Sprintf("uraid-delay-%d-%d", os.Getpid(), i)
-		table := fmt.Sprintf("0 %d delay %s 0 0 %s 0 %d", size>>9, l, l, delay.Milliseconds())
-		sh(t, "dmsetup", "create", name, "--table", table)
+		sh(t, "dmsetup", "create", name, "--table", d.table(i, 0))
 		t.Cleanup(func() { exec.Command("dmsetup", "remove", "--retry", name).Run() })
 		// The guest has no udev to make /dev/mapper links; devtmpfs has the dm-N node.
 		blk := strings.TrimSpace(sh(t, "dmsetup", "info", "-c", "--noheadings", "-o", "blkdevname", name))
-		paths, names = append(paths, "/dev/"+blk), append(names, name)
+		d.paths, d.names = append(d.paths, "/dev/"+blk), append(d.names, name)
 	}
-	return paths, names
+	return d
+}
+
+func (d *delayed) table(i int, delay time.Duration) string {
+	return fmt.Sprintf("0 %d delay %s 0 0 %s 0 %d", d.sectors, d.loops[i], d.loops[i], delay.Milliseconds())
+}
+
+// setDelay makes every write to the members take delay (reads stay fast). A write the array has
+// sent to one is then surely held by its daemon for that long. The switch waits for the writes
+// already delayed.
+func (d *delayed) setDelay(delay time.Duration) {
+	d.t.Helper()
+	for i, name := range d.names {
+		sh(d.t, "dmsetup", "suspend", name)
+		sh(d.t, "dmsetup", "reload", name, "--table", d.table(i, delay))
+		sh(d.t, "dmsetup", "resume", name)
+	}
 }
 
 // TestE2EInFlightWriteAcrossKill kills a daemon while it holds a write (its members delay
@@ -622,8 +644,8 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 			if !reissue {
 				env = []string{"URAID_TEST_NO_REISSUE=1"}
 			}
-			// Long enough that the kill surely lands while the write waits, on a busy machine too.
-			members, dms := delayedMembers(t, 2, 32<<20, 3*time.Second)
+			dm := delayedMembers(t, 2, 32<<20)
+			members := dm.paths
 			name := fmt.Sprintf("rf%t", reissue)
 			out, err := uraidEnv(t, env, "create", name, "--level", "1", members[0], members[1])
 			require.NoError(t, err, out)
@@ -653,9 +675,11 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 			fillBlock(first, 1, 1)
 			fillBlock(second, 2, 1)
 			done := make(chan error, 2)
+			// Long enough that the kill surely lands while the write waits, on a busy machine too.
+			dm.setDelay(3 * time.Second)
 			go func() { _, err := f.WriteAt(first, 1<<20); done <- err }()
 			require.Eventually(t, func() bool {
-				return delayedWrites(dms) > 0
+				return delayedWrites(dm.names) > 0
 			}, slow*10*time.Second, time.Millisecond, "the write never reached a member")
 			require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
 			require.Eventually(t, func() bool {
@@ -667,6 +691,7 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 				require.Error(t, err, "without reissue, the write the dead daemon held fails")
 				assert.ErrorIs(t, err, syscall.EIO)
 			}
+			dm.setDelay(0)
 			go func() { _, err := f.WriteAt(second, 2<<20); done <- err }()
 
 			out = uraid(t, "recover", name)
