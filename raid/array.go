@@ -56,6 +56,9 @@ type Array struct {
 	readTurn []uint32
 	discard  discardStats
 	engine   *discard.Engine
+	// regions is the region map of an array with copies to keep in step (raid1, raid10); nil for
+	// the others.
+	regions *regions
 }
 
 // Options shape how an array is served.
@@ -119,7 +122,7 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	for _, m := range byPath { // stale members take no part
 		m.Close()
 	}
-	a, err := newArray(asm.Newest, members, o)
+	a, err := newArray(asm.Newest, members, o, false)
 	if err != nil {
 		for _, m := range members {
 			if m != nil {
@@ -133,10 +136,12 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 
 // NewArray serves members just written by Create.
 func NewArray(members []*Member, sbs []*Superblock, o Options) (*Array, error) {
-	return newArray(*sbs[0], members, o)
+	return newArray(*sbs[0], members, o, true)
 }
 
-func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
+// newArray serves members; fresh says they were just created, so the region map starts anew
+// rather than being read from them.
+func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, error) {
 	m, err := MapOf(&sb)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
@@ -182,6 +187,20 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 	for i := range members {
 		if !a.active(i) {
 			e.Fail(i) // no reads steered to a missing member, no TRIMs queued for it
+		}
+	}
+	if sb.Level.Redundant() {
+		if fresh {
+			a.regions, err = newRegionMap(a, &sb)
+		} else {
+			a.regions, err = loadRegions(a, &sb)
+		}
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("array %s: %w", sb.Name, err)
+		}
+		if a.Degraded() {
+			a.regions.degraded()
 		}
 	}
 	return a, nil
@@ -244,11 +263,28 @@ func (a *Array) Degraded() bool {
 
 // MarkDirty records on every active member that the array is running, so an assemble after a
 // crash knows the copies may disagree.
-func (a *Array) MarkDirty() error { return a.writeSuperblocks(StateDirty) }
+func (a *Array) MarkDirty() error {
+	if a.regions != nil {
+		// The map is on every member before the first write, and its flusher runs from now on.
+		if err := a.regions.begin(); err != nil {
+			return err
+		}
+	}
+	return a.writeSuperblocks(StateDirty)
+}
 
 // MarkClean records that every write reached every active member. Call it after the device has
 // stopped and the members are flushed.
-func (a *Array) MarkClean() error { return a.writeSuperblocks(StateClean) }
+func (a *Array) MarkClean() error {
+	if a.regions != nil {
+		// Every write has ended and every discard is drained: idle regions go back to in sync
+		// and completed discards are marked, before the superblocks say the stop was clean.
+		if err := a.regions.stop(true); err != nil {
+			return err
+		}
+	}
+	return a.writeSuperblocks(StateClean)
+}
 
 // writeSuperblocks bumps the event counter and writes the superblock of every active member, so
 // a member that was not written (failed or missing) reads as stale at the next assemble.
@@ -283,6 +319,9 @@ func (a *Array) fail(i int, err error) {
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
 		a.engine.Fail(i)
+		if a.regions != nil {
+			a.regions.degraded() // what is written from now on must reach the member when it is back
+		}
 	}
 }
 
@@ -303,6 +342,9 @@ func (a *Array) Flush() error {
 // Close stops the discard engine and releases the members. The device must be stopped first.
 func (a *Array) Close() error {
 	var errs []error
+	if a.regions != nil {
+		errs = append(errs, a.regions.stop(false))
+	}
 	if a.engine != nil {
 		errs = append(errs, a.engine.Close()) // and the members' TRIM issuers
 	}

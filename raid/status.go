@@ -30,6 +30,8 @@ type Status struct {
 	PID         int            `json:"pid"`
 	Members     []MemberStatus `json:"members"`
 	Discard     DiscardTotals  `json:"discard"`
+	// Regions counts the region map's regions by state, for arrays with copies (raid1, raid10).
+	Regions *RegionCounts `json:"regions,omitempty"`
 }
 
 // MemberStatus is one member slot.
@@ -105,6 +107,10 @@ func (a *Array) Status(device string, pid int) Status {
 		st.State = StateNameActive
 	default:
 		st.State = StateNameClean
+	}
+	if a.regions != nil {
+		c := a.regions.counts()
+		st.Regions = &c
 	}
 	ds := a.engine.Stats()
 	for i, m := range a.members {

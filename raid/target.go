@@ -7,6 +7,7 @@ import (
 
 	"uraid/discard"
 	"uraid/mapping"
+	"uraid/region"
 	"uraid/ublk"
 )
 
@@ -30,6 +31,13 @@ type tagState struct {
 	pending int              // member I/Os not yet reaped
 	err     int32            // first negative errno, or 0
 	newFail bool             // WRITE: a member failed during this request
+	req     *ublk.Request    // the request the tag holds, to resume it
+
+	// The region map's hold on a write (regions.go).
+	mapBegun  bool      // WRITE: counted in flight in the map
+	mapFailed bool      // WRITE: the map refused it
+	mapGen    uint64    // WRITE: the map generation it waits for
+	mapNext   *tagState // link in a map wait list
 }
 
 // Most requests touch a handful of members; the slices grow on the first bigger one and stay.
@@ -93,7 +101,8 @@ func (a *Array) active(i int) bool { return MemberState(a.state[i].Load()) == Me
 // Serve starts a request; see ublk.Target.
 func (a *Array) Serve(r *ublk.Request) {
 	t := a.tag(r)
-	t.pending, t.err, t.newFail = 0, 0, false
+	t.pending, t.err, t.newFail, t.req = 0, 0, false, r
+	t.mapBegun, t.mapFailed = false, false
 	switch r.Op {
 	case ublk.OpRead:
 		a.serveRead(r, t)
@@ -131,10 +140,16 @@ func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	for i := range t.pieces {
 		p := &t.pieces[i]
 		rp := t.read.AddPiece()
+		// Copies of a region that needs resync may differ: until it is resynced every read of
+		// it comes from the copy the resync copies from, so that reads are repeatable.
+		one := p.N > 1 && a.regions != nil && a.regions.needsResync(p.Logical, p.Length)
 		for _, e := range p.Copies[:p.N] {
 			if a.active(e.Member) {
 				rp.Copies[rp.N] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
 				rp.N++
+				if one {
+					break
+				}
 			}
 		}
 	}
@@ -197,9 +212,17 @@ func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 	a.admitWrite(r, t)
 }
 
-// admitWrite issues every copy of the write once the engine admits it: queued TRIMs of these bytes
-// are gone and none is in flight over them. Parked, it comes back through Resume.
+// admitWrite issues every copy of the write once the region map and the engine admit it: its
+// regions are dirty on every member's disk, queued TRIMs of these bytes are gone and none is in
+// flight over them. Parked, it comes back through Resume.
 func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
+	if a.regions != nil && !a.regions.beginWrite(r, t) {
+		return
+	}
+	if t.mapFailed {
+		r.Complete(-int32(unix.EIO))
+		return
+	}
 	if !a.engine.BeginWrite(&t.write) {
 		a.discard.parkedWrites.Add(1)
 		return
@@ -252,8 +275,16 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 	a.discard.requests.Add(1)
 	a.discard.bytes.Add(uint64(r.Length))
 	a.discard.memberRanges.Add(uint64(len(t.disc.Ranges)))
+	var trim region.Trim
+	if a.regions != nil {
+		trim = a.regions.startTrim(r.Offset, r.Length)
+	}
 	t.disc.Done = r
 	a.engine.Discard(&t.disc)
+	if a.regions != nil {
+		// The mark is read before the queue can reuse the tag: that takes this goroutine.
+		a.regions.trimQueued(trim, t.disc.Mark())
+	}
 }
 
 // Reap takes the result of one member I/O; see ublk.RingTarget.
@@ -304,6 +335,13 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 	switch r.Op {
 	case ublk.OpWrite:
 		res := a.writeResult(r, t)
+		if a.regions != nil {
+			ok := true
+			for _, f := range t.failed {
+				ok = ok && !f
+			}
+			a.regions.endWrite(r, t, ok)
+		}
 		if t.newFail {
 			// A failed copy must be on record as failed before the write is acknowledged, or a
 			// crash could bring the stale copy back as current. Superblock writes block: off the
