@@ -59,7 +59,8 @@ func (m *Map) BeginWrite(off, n int64) (uint64, error) {
 // EndWrite records that the write of [off, off+n) begun with BeginWrite is
 // over: ok when it completed on every copy, false when it failed on some
 // copy or was not sent to one. A failed write leaves its regions needing
-// resync: they stay Dirty, on disk and in memory, until Resynced. So does
+// resync: they stay Dirty, on disk and in memory, until Resynced (or
+// trimmed whole on every copy). So does
 // any write that ends while the array is degraded. A region whose last
 // write ended becomes a candidate for Clean.
 //
