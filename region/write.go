@@ -65,9 +65,11 @@ func (m *Map) BeginWrite(off, n int64) (uint64, error) {
 // write ended becomes a candidate for Clean.
 //
 // Call it once per BeginWrite with the same range, after the write has
-// completed on every copy it was sent to. It allocates nothing; a range
-// with no write begun in some region fails with ErrProtocol and changes
-// nothing.
+// completed on every copy it was sent to: keep the range with the request.
+// It allocates nothing; a range with no write begun in some region fails
+// with ErrProtocol and changes nothing. Any other mismatch — a part of a
+// begun range, or a range begun by other writes — the map cannot see, and
+// it would let a region be cleaned with a write in flight.
 func (m *Map) EndWrite(off, n int64, ok bool) error {
 	first, last, err := m.span(off, n)
 	if err != nil {
