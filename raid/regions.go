@@ -35,7 +35,7 @@ const mapAreaOffset = SuperblockOffset + SuperblockSize
 // region dirty on disk costs only a resync after a crash, one not yet marked trimmed only a copy
 // in a rebuild.
 const (
-	mapIdle = 5 * time.Second
+	mapIdle = region.DefaultIdle
 	mapTick = mapIdle / 2
 )
 
