@@ -58,16 +58,6 @@ func deviceInfo(ki uapi.CtrlDevInfo) DeviceInfo {
 	}
 }
 
-// Features returns the UBLK_F_* bits the running driver supports.
-func Features() (uint64, error) {
-	c, err := openControl()
-	if err != nil {
-		return 0, err
-	}
-	defer c.close()
-	return c.getFeatures()
-}
-
 // RemoveOrphan deletes device id if the server that started it is dead, as
 // happens when a server is killed: the kernel keeps /dev/ublkcN and the id
 // until someone deletes them. It returns ErrDaemonAlive, and leaves the
