@@ -23,16 +23,16 @@ type Engine struct {
 	// heldMu guards the list of async discards whose acknowledgement waits
 	// for a member to come back within MaxQueued; held counts them so that
 	// lanes skip the lock when none waits. Never taken with a member lock.
-	heldMu     sync.Mutex
-	heldHead   *Discard
-	held       atomic.Int32
+	heldMu   sync.Mutex
+	heldHead *Discard
+	held     atomic.Int32
 	// seq numbers pushed pieces across all members (TrimMark).
 	seq atomic.Uint64
 	// failed holds the order numbers failed TRIMs may have covered, as
 	// intervals (at most maxFailed, merged beyond), for Trimmed.
-	failedMu sync.Mutex
-	failed   [][2]uint64
-	anyFail  atomic.Bool
+	failedMu   sync.Mutex
+	failed     [][2]uint64
+	anyFail    atomic.Bool
 	closed     atomic.Bool
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
