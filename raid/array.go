@@ -56,9 +56,10 @@ type Array struct {
 	readTurn []uint32
 	discard  discardStats
 	engine   *discard.Engine
-	// regions is the region map of an array with copies to keep in step (raid1, raid10); nil for
-	// the others.
+	// regions is the region map of an array with copies to keep in step (raid1, raid10), and
+	// syncer its resync, check and repair; nil for the others.
 	regions *regions
+	syncer  *syncer
 }
 
 // Options shape how an array is served.
@@ -202,6 +203,7 @@ func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, 
 		if a.Degraded() {
 			a.regions.degraded()
 		}
+		a.syncer = newSyncer(a, a.regions)
 	}
 	return a, nil
 }
@@ -270,15 +272,23 @@ func (a *Array) MarkDirty() error {
 			return err
 		}
 	}
-	return a.writeSuperblocks(StateDirty)
+	if err := a.writeSuperblocks(StateDirty); err != nil {
+		return err
+	}
+	if a.syncer != nil {
+		a.syncer.resyncIfNeeded() // after a crash, the regions being written then
+	}
+	return nil
 }
 
 // MarkClean records that every write reached every active member. Call it after the device has
 // stopped and the members are flushed.
 func (a *Array) MarkClean() error {
 	if a.regions != nil {
-		// Every write has ended and every discard is drained: idle regions go back to in sync
-		// and completed discards are marked, before the superblocks say the stop was clean.
+		// A job stops where it is (a resync resumes at the next start). Every write has ended
+		// and every discard is drained: idle regions go back to in sync and completed discards
+		// are marked, before the superblocks say the stop was clean.
+		a.syncer.stop()
 		if err := a.regions.stop(true); err != nil {
 			return err
 		}
@@ -343,6 +353,7 @@ func (a *Array) Flush() error {
 func (a *Array) Close() error {
 	var errs []error
 	if a.regions != nil {
+		a.syncer.stop()
 		errs = append(errs, a.regions.stop(false))
 	}
 	if a.engine != nil {

@@ -1,6 +1,7 @@
 package raid
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -60,7 +61,9 @@ type regions struct {
 	waiting     *tagState
 	locked      int
 	lockWaiters *tagState
-	flushErr    error // the last metadata write's failure, for status
+	flushErr    error      // the last metadata write's failure, for status
+	fineMaps    [][]uint64 // discarded blocks per region (fineTrim); nil until the first
+	fineBytes   int64
 
 	// resync is true while some region needs resync: reads then look up whether they must come
 	// from the copy a resync copies from. Read without mu on the read path.
@@ -312,6 +315,7 @@ func (g *regions) beginWrite(r *ublk.Request, t *tagState) bool {
 		g.mu.Unlock()
 		return false
 	}
+	g.fineWrite(r.Offset, r.Length)
 	gen, err := g.m.BeginWrite(r.Offset, r.Length)
 	if err != nil {
 		// Outside the array or too many writes at once: neither can come from a queue the array
@@ -372,6 +376,7 @@ func (g *regions) startTrim(off, n int64) region.Trim {
 	if err != nil {
 		return region.Trim{}
 	}
+	g.fineTrim(off, n)
 	return t
 }
 
@@ -419,4 +424,182 @@ func (g *regions) counts() RegionCounts {
 		InSync: g.m.Count(region.InSync), Dirty: g.m.Count(region.Dirty), Trimmed: g.m.Count(region.Trimmed),
 		NeedResync: g.m.Resyncs(),
 	}
+}
+
+// lock holds region r against writes for the sync worker: writes that arrive park, and lock
+// returns once the writes in flight there have ended, with the region's span.
+func (g *regions) lock(r int) (off, n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.locked = r
+	for g.m.InFlight(r) > 0 {
+		g.cond.Wait()
+	}
+	return g.m.Span(r)
+}
+
+// unlock lets the writes that waited for the locked region go.
+func (g *regions) unlock() {
+	g.mu.Lock()
+	g.locked = -1
+	t := g.lockWaiters
+	g.lockWaiters = nil
+	g.mu.Unlock()
+	resumeTags(t)
+}
+
+func (g *regions) needResync() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.Resyncs() > 0
+}
+
+func (g *regions) nextResync(from int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.ResyncFrom(from)
+}
+
+func (g *regions) stillNeedsResync(r int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.NeedsResync(r)
+}
+
+// resynced records that region r's copies agree; its data is durable on every copy.
+func (g *regions) resynced(r int) {
+	g.mu.Lock()
+	g.m.Resynced(r)
+	g.mu.Unlock()
+}
+
+// resyncDone says the resync found nothing more to do.
+func (g *regions) resyncDone() {
+	g.mu.Lock()
+	g.resync.Store(g.m.Resyncs() > 0)
+	g.mu.Unlock()
+}
+
+func (g *regions) regionCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.Regions()
+}
+
+func (g *regions) trimmed(r int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.State(r) == region.Trimmed
+}
+
+// setCursor checkpoints the sync worker; it reaches the disk with a lazy flush.
+func (g *regions) setCursor(c region.Cursor) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.m.SetCursor(c); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+	}
+}
+
+// Discarded bytes, to the block. A region is trimmed in the map only when a discard covered it
+// whole; a check must also leave out the smaller discarded extents inside live regions (the free
+// space between a filesystem's files, after fstrim), whose contents each drive returns its own
+// way. fine keeps them in memory, per region a bitmap of fineUnit blocks discarded and not
+// written since, within a budget: past it, or after a restart, such blocks are compared like any
+// other and may count as mismatches.
+const (
+	fineUnit   = 4096
+	fineBudget = 64 << 20 // bytes of bitmaps
+)
+
+// fineTrim records the blocks [off, off+n) covers whole as discarded; mu held.
+func (g *regions) fineTrim(off, n int64) {
+	lo, hi := (off+fineUnit-1)/fineUnit, (off+n)/fineUnit
+	per := g.m.RegionSize() / fineUnit
+	for b := lo; b < hi; {
+		r := int(b / per)
+		bm := g.fine(r, true)
+		end := min(hi, int64(r+1)*per)
+		if bm == nil {
+			b = end
+			continue
+		}
+		for ; b < end; b++ {
+			i := b - int64(r)*per
+			bm[i>>6] |= 1 << (i & 63)
+		}
+	}
+}
+
+// fineWrite forgets the discarded blocks a write of [off, off+n) touches; mu held.
+func (g *regions) fineWrite(off, n int64) {
+	if g.fineBytes == 0 {
+		return
+	}
+	lo, hi := off/fineUnit, (off+n+fineUnit-1)/fineUnit
+	per := g.m.RegionSize() / fineUnit
+	for b := lo; b < hi; {
+		r := int(b / per)
+		end := min(hi, int64(r+1)*per)
+		if bm := g.fine(r, false); bm != nil {
+			for i := b - int64(r)*per; i < end-int64(r)*per; i++ {
+				bm[i>>6] &^= 1 << (i & 63)
+			}
+		}
+		b = end
+	}
+}
+
+// fine returns region r's bitmap, making it if make and the budget allows; mu held.
+func (g *regions) fine(r int, make_ bool) []uint64 {
+	if g.fineMaps == nil {
+		if !make_ {
+			return nil
+		}
+		g.fineMaps = make([][]uint64, g.m.Regions())
+	}
+	if bm := g.fineMaps[r]; bm != nil || !make_ {
+		return bm
+	}
+	words := (g.m.RegionSize()/fineUnit + 63) / 64
+	if g.fineBytes+words*8 > fineBudget {
+		return nil
+	}
+	g.fineBytes += words * 8
+	g.fineMaps[r] = make([]uint64, words)
+	return g.fineMaps[r]
+}
+
+// differing counts the bytes in which a and b, two copies of the array's bytes from logical on,
+// differ, leaving out blocks discarded and not written since the array started.
+func (g *regions) differing(logical int64, a, b []byte) int64 {
+	if bytes.Equal(a, b) {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	per := g.m.RegionSize() / fineUnit
+	var d int64
+	for i := 0; i < len(a); {
+		pos := logical + int64(i)
+		end := min(len(a), i+int(fineUnit-pos%fineUnit))
+		if !bytes.Equal(a[i:end], b[i:end]) {
+			blk := pos / fineUnit
+			r := int(blk / per)
+			skip := false
+			if bm := g.fine(r, false); bm != nil && end-i == fineUnit {
+				k := blk - int64(r)*per
+				skip = bm[k>>6]&(1<<(k&63)) != 0
+			}
+			if !skip {
+				for k := i; k < end; k++ {
+					if a[k] != b[k] {
+						d++
+					}
+				}
+			}
+		}
+		i = end
+	}
+	return d
 }

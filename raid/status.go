@@ -30,8 +30,10 @@ type Status struct {
 	PID         int            `json:"pid"`
 	Members     []MemberStatus `json:"members"`
 	Discard     DiscardTotals  `json:"discard"`
-	// Regions counts the region map's regions by state, for arrays with copies (raid1, raid10).
+	// Regions counts the region map's regions by state, and Sync is the resync, check or repair
+	// in progress and the last one's outcome, for arrays with copies (raid1, raid10).
 	Regions *RegionCounts `json:"regions,omitempty"`
+	Sync    *SyncStatus   `json:"sync,omitempty"`
 }
 
 // MemberStatus is one member slot.
@@ -60,6 +62,9 @@ type MemberIO struct {
 	ReadBytes  uint64 `json:"read_bytes"`
 	WriteBytes uint64 `json:"write_bytes"`
 	Errors     uint64 `json:"errors"`
+	// SyncReadBytes and SyncWriteBytes are the resync, check and repair's own I/O.
+	SyncReadBytes  uint64 `json:"sync_read_bytes"`
+	SyncWriteBytes uint64 `json:"sync_write_bytes"`
 }
 
 // DiscardTotals counts discards as the array received them.
@@ -111,6 +116,8 @@ func (a *Array) Status(device string, pid int) Status {
 	if a.regions != nil {
 		c := a.regions.counts()
 		st.Regions = &c
+		ss := a.SyncStatus()
+		st.Sync = &ss
 	}
 	ds := a.engine.Stats()
 	for i, m := range a.members {
@@ -133,6 +140,7 @@ func (a *Array) Status(device string, pid int) Status {
 		ms.IO = MemberIO{
 			Reads: s.reads.Load(), Writes: s.writes.Load(), ReadBytes: s.readBytes.Load(),
 			WriteBytes: s.writeBytes.Load(), Errors: s.errors.Load(),
+			SyncReadBytes: s.syncReadBytes.Load(), SyncWriteBytes: s.syncWriteBytes.Load(),
 		}
 		st.Members = append(st.Members, ms)
 	}

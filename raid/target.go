@@ -55,6 +55,8 @@ func (t *tagState) init() {
 // memberStats counts a member's I/O; the daemon reads it while queues write it.
 type memberStats struct {
 	reads, writes, readBytes, writeBytes, errors atomic.Uint64
+	// The sync worker's own reads and writes (resync, check, repair), apart from the user's.
+	syncReadBytes, syncWriteBytes atomic.Uint64
 }
 
 // Params describes the array's block device.
@@ -407,6 +409,28 @@ func (a *Array) account(member int, op ublk.Op, n int64, err error) {
 		s.writes.Add(1)
 		s.writeBytes.Add(uint64(n))
 	}
+}
+
+// accountSync counts a member read or write of the sync worker.
+func (a *Array) accountSync(member int, write bool, n int64, err error) {
+	s := &a.stats[member]
+	switch {
+	case err != nil:
+		s.errors.Add(1)
+	case write:
+		s.syncWriteBytes.Add(uint64(n))
+	default:
+		s.syncReadBytes.Add(uint64(n))
+	}
+}
+
+// userIO counts the user's member reads and writes so far, for the sync worker to yield to.
+func (a *Array) userIO() uint64 {
+	var n uint64
+	for i := range a.stats {
+		n += a.stats[i].reads.Load() + a.stats[i].writes.Load()
+	}
+	return n
 }
 
 func (a *Array) fd(member int) int { return int(a.members[member].File.Fd()) }
