@@ -22,7 +22,7 @@ vet:
 # that none rots (their figures come from make bench).
 test-unit: vet
 	URAID_VERIFY=1 $(GO) test -race -count=1 ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/...
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./raid/
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel, once on each of
 # KERNELS; every run goes to the end and any failure fails the target. Everything it runs is built
