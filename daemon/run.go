@@ -248,10 +248,11 @@ func newRecord(a *raid.Array, cfg Config) *Record {
 // deviceOptions asks for user recovery, with reissue, wherever the driver has them.
 func deviceOptions(o raid.Options) (ublk.Options, error) {
 	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth}
-	feat, err := ublk.Features()
+	bits, err := ublk.Features()
 	if err != nil {
 		return uo, err
 	}
+	feat := ublk.Flags(bits)
 	uo.UserRecovery = feat.UserRecovery()
 	uo.ReissueOnRecovery = feat.Reissue() && os.Getenv(envNoReissue) != "1"
 	return uo, nil
@@ -537,7 +538,6 @@ func (s *served) serve(srv *Server, sigs <-chan os.Signal, n *Notifier, onReady 
 	if onReady != nil {
 		onReady(s.dev.Path())
 	}
-	startResync(s.a)
 	return s.loop(sigs, n)
 }
 
@@ -636,9 +636,10 @@ func (s *served) finishStop(devErr error) error {
 }
 
 // handover drains the array and leaves its device to a successor: every request started is
-// finished, queued TRIMs are done, the members flushed, the record says so; the device's queues
-// close without a stop, so the kernel quiesces it, and the requests that arrived meanwhile are
-// reissued to the successor. Without reissue they would fail instead, so it is refused.
+// finished, queued TRIMs are done, the members flushed and marked clean, the record says so; the
+// device's queues close without a stop, so the kernel quiesces it, and the requests that arrived
+// meanwhile are reissued to the successor. Without reissue they would fail instead, so it is
+// refused.
 func (s *served) handover() error {
 	a := s.a
 	if !s.flags.Reissue() {
@@ -663,6 +664,12 @@ func (s *served) handover() error {
 	if err != nil {
 		s.dev.EndDrain()
 		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
+	}
+	// Nothing is in flight and every write is durable: the members can say so, as after a clean
+	// stop, which spares the successor a resync of the regions written lately (it marks them
+	// dirty again before it serves). A member that fails here is left out by the successor.
+	if err := a.MarkClean(); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
 	}
 	// From here the successor may start: it waits for this process to end.
 	if err := s.dev.Abandon(); err != nil {

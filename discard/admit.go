@@ -153,7 +153,7 @@ func (e *Engine) BeginWrite(w *Write) bool {
 		if blocked {
 			m.park(&m.writers, &w.Ticket, r.Off, r.Len)
 		}
-		release := cut > 0 && m.q.Len() <= m.cfg.MaxQueued && e.held.Load() > 0
+		release := cut > 0 && m.q.Len() <= m.lane.Load().cfg.MaxQueued && e.held.Load() > 0
 		m.mu.Unlock()
 		for _, p := range parts {
 			p.Tag.settle(p.Bytes, nil)
@@ -199,7 +199,7 @@ func (e *Engine) endIO(i int) {
 	if verify.On {
 		verify.Check(n >= 0, "discard member %d: I/O gate closed more often than opened", i)
 	}
-	if n == 0 && m.cfg.YieldToIO && m.outstanding.Load() > 0 {
+	if n == 0 && m.lane.Load().cfg.YieldToIO && m.outstanding.Load() > 0 {
 		m.wake()
 	}
 }
@@ -220,7 +220,7 @@ func (m *member) stall() int {
 	switch {
 	case m.outstanding.Load() == 0:
 		return 0
-	case !m.cfg.YieldToIO:
+	case !m.lane.Load().cfg.YieldToIO:
 		return 1 + busy
 	}
 	return 3 + busy

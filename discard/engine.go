@@ -23,16 +23,16 @@ type Engine struct {
 	// heldMu guards the list of async discards whose acknowledgement waits
 	// for a member to come back within MaxQueued; held counts them so that
 	// lanes skip the lock when none waits. Never taken with a member lock.
-	heldMu     sync.Mutex
-	heldHead   *Discard
-	held       atomic.Int32
+	heldMu   sync.Mutex
+	heldHead *Discard
+	held     atomic.Int32
 	// seq numbers pushed pieces across all members (TrimMark).
 	seq atomic.Uint64
 	// failed holds the order numbers failed TRIMs may have covered, as
 	// intervals (at most maxFailed, merged beyond), for Trimmed.
-	failedMu sync.Mutex
-	failed   [][2]uint64
-	anyFail  atomic.Bool
+	failedMu   sync.Mutex
+	failed     [][2]uint64
+	anyFail    atomic.Bool
 	closed     atomic.Bool
 	wg         sync.WaitGroup
 	closeOnce  sync.Once
@@ -59,9 +59,9 @@ func New(cfg Config) (*Engine, error) {
 		e.members = append(e.members, newMember(e, i, mc))
 	}
 	for _, m := range e.members {
-		if m.issuer != nil {
+		if l := m.lane.Load(); l.issuer != nil {
 			e.wg.Add(1)
-			go m.run()
+			go m.run(l)
 		}
 	}
 	return e, nil
@@ -93,7 +93,7 @@ func (e *Engine) Discard(d *Discard) {
 			d.finish(err)
 			return
 		}
-		any = any || (r.Len > 0 && e.members[r.Member].issuer != nil)
+		any = any || (r.Len > 0 && e.members[r.Member].discards())
 	}
 	if !any || e.closed.Load() {
 		d.finish(nil) // nothing to trim, or nothing will be: a discard is advisory
@@ -110,7 +110,7 @@ func (e *Engine) Discard(d *Discard) {
 	d.mark = TrimMark{}
 	for _, r := range d.Ranges {
 		m := e.members[r.Member]
-		if m.issuer == nil || r.Len == 0 {
+		if !m.discards() || r.Len == 0 {
 			continue
 		}
 		if tag != nil {
@@ -236,7 +236,7 @@ func (e *Engine) fits(d *Discard) bool {
 	}
 	for _, r := range d.Ranges {
 		m := e.members[r.Member]
-		if m.issuer != nil && r.Len > 0 && !m.isDown.Load() && m.queued.Load() > int64(m.cfg.MaxQueued) {
+		if l := m.lane.Load(); l.issuer != nil && r.Len > 0 && !m.isDown.Load() && m.queued.Load() > int64(l.cfg.MaxQueued) {
 			return false
 		}
 	}
@@ -329,6 +329,65 @@ func (e *Engine) Fail(i int) {
 	}
 }
 
+// Revive puts member i, failed (Fail) or missing, back in service with a
+// new configuration: a new device in its slot, or the old one back. Its old
+// lane stops once its TRIMs in flight have finished, and its issuer is
+// closed; from now on discards queue on the member again, reads may be
+// steered to it, and cfg.Issuer (owned by the engine from here, even on
+// error) trims it. It refuses a member that is in service.
+func (e *Engine) Revive(i int, cfg Member) error {
+	closeNew := func() {
+		if cfg.Issuer != nil {
+			cfg.Issuer.Close()
+		}
+	}
+	if i < 0 || i >= len(e.members) {
+		closeNew()
+		return fmt.Errorf("discard revive: %w: member %d of %d", ErrRange, i, len(e.members))
+	}
+	if err := (&Config{Mode: e.mode, Members: []Member{cfg}}).check(); err != nil {
+		closeNew()
+		return fmt.Errorf("discard revive member %d: %w", i, err)
+	}
+	m := e.members[i]
+	m.mu.Lock()
+	if m.closed || !m.down {
+		m.mu.Unlock()
+		closeNew()
+		if m.closed {
+			return fmt.Errorf("discard revive member %d: %w", i, ErrClosed)
+		}
+		return fmt.Errorf("discard revive member %d: it is in service; fail it first", i)
+	}
+	old := m.lane.Load()
+	old.exit = true
+	m.mu.Unlock()
+	m.wake()
+	var err error
+	if old.issuer != nil {
+		<-old.finished
+		err = old.issuer.Close()
+	}
+	l := newLane(m, cfg)
+	m.mu.Lock()
+	// A down member's queue is empty: Fail dropped it and nothing was pushed since.
+	m.q = NewQueue[*Discard](l.cfg.MaxLen, l.cfg.Granularity)
+	m.lane.Store(l)
+	m.lastEnd, m.heldSince = time.Time{}, time.Time{}
+	m.down = false
+	m.isDown.Store(false)
+	m.publish()
+	m.mu.Unlock()
+	if l.issuer != nil {
+		e.wg.Add(1)
+		go m.run(l)
+	}
+	if err != nil {
+		return fmt.Errorf("discard revive member %d: close the old issuer: %w", i, err)
+	}
+	return nil
+}
+
 // Close stops the engine: queued discards are dropped (Sync callers get
 // ErrClosed; Async ones were acknowledged and simply lose an advisory
 // TRIM), TRIMs in flight finish, parked requests are resumed (every Begin
@@ -355,8 +414,8 @@ func (e *Engine) Close() error {
 		e.wg.Wait()
 		var errs []error
 		for _, m := range e.members {
-			if m.issuer != nil {
-				if err := m.issuer.Close(); err != nil {
+			if l := m.lane.Load(); l.issuer != nil {
+				if err := l.issuer.Close(); err != nil {
 					errs = append(errs, fmt.Errorf("discard member %d: %w", m.idx, err))
 				}
 			}
@@ -400,17 +459,17 @@ type MemberSettings struct {
 
 // Settings returns the settings member i runs with.
 func (e *Engine) Settings(i int) MemberSettings {
-	m := e.members[i]
+	l := e.members[i].lane.Load()
 	s := MemberSettings{
-		Discards:  m.issuer != nil,
-		InFlight:  m.cfg.InFlight,
-		Exclusive: m.cfg.YieldToIO,
-		MaxLen:    m.cfg.MaxLen,
-		MinGap:    m.cfg.MinGap,
-		MaxDefer:  m.cfg.MaxDefer,
-		Async:     m.issuer != nil,
+		Discards:  l.issuer != nil,
+		InFlight:  l.cfg.InFlight,
+		Exclusive: l.cfg.YieldToIO,
+		MaxLen:    l.cfg.MaxLen,
+		MinGap:    l.cfg.MinGap,
+		MaxDefer:  l.cfg.MaxDefer,
+		Async:     l.issuer != nil,
 	}
-	if a, ok := m.issuer.(interface{ Async() bool }); ok {
+	if a, ok := l.issuer.(interface{ Async() bool }); ok {
 		s.Async = a.Async()
 	}
 	if !s.Discards {

@@ -624,3 +624,35 @@ func TestFailedTrimsMerge(t *testing.T) {
 	assert.False(t, e.Trimmed(TrimMark{first: 21, last: 22}), "inside a failed TRIM")
 	assert.True(t, e.Trimmed(TrimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
 }
+
+// A failed member revived with a new device: its old lane finishes the TRIM
+// it had in flight and closes, discards go to the new one, reads come back.
+func TestRevive(t *testing.T) {
+	old, fresh := newDrive(nil, true), newDrive(nil, false)
+	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: old.issuer()}, {Issuer: newInstant()}}})
+	inflight := discard(e, Range{Off: 0, Len: 4096})
+	old.next(t)
+	require.Error(t, e.Revive(0, Member{Issuer: fresh.issuer()}), "a member in service is not revived")
+	e.Fail(0)
+	revived := make(chan error, 1)
+	go func() { revived <- e.Revive(0, Member{Issuer: fresh.issuer(), InFlight: 2}) }()
+	select {
+	case err := <-revived:
+		t.Fatalf("revived (%v) while the old lane had a TRIM in flight", err)
+	default:
+	}
+	old.open()
+	require.NoError(t, <-revived)
+	require.NoError(t, inflight.wait(t))
+	require.NoError(t, discard(e, Range{Off: 8192, Len: 4096}).wait(t))
+	assert.Equal(t, [][2]int64{{8192, 4096}}, fresh.Calls())
+	assert.Len(t, old.Calls(), 1)
+	assert.Equal(t, 2, e.Settings(0).InFlight)
+	r, wk := newRead(Range{Member: 0, Off: 0, Len: 512}, Range{Member: 1, Off: 0, Len: 512})
+	picks := map[int]bool{}
+	for turn := range uint32(4) {
+		picks[read(t, e, r, wk, turn)] = true
+		e.EndRead(r, 0)
+	}
+	assert.True(t, picks[0], "reads go to the revived member again")
+}

@@ -16,10 +16,12 @@ import (
 // engine's held lock with it), and never calls an Issuer, a Waiter, a
 // Completer or OnError while holding it.
 type member struct {
-	idx    int
-	cfg    Member // with defaults
-	issuer Issuer
-	e      *Engine
+	idx int
+	e   *Engine
+	// lane is the member's configuration and issuer and, when it discards, the goroutine that
+	// drives them. It is replaced whole when a failed member is revived with a new device
+	// (Engine.Revive), so lock-free readers load it once and see one consistent configuration.
+	lane atomic.Pointer[lane]
 
 	mu   sync.Mutex
 	cond sync.Cond // on mu; broadcast when a TRIM finishes or the queue empties, for Drain
@@ -33,15 +35,7 @@ type member struct {
 	writers   *Ticket   // parked writes waiting for a TRIM in flight over their range
 	lastEnd   time.Time // when the last TRIM finished, for MinGap
 	heldSince time.Time // when the I/O gate first held back the next TRIM
-	slots     []Issue[*Discard]
-	startAt   []time.Time // when each slot's TRIM was issued
-	free      []int       // unused slot ids
 	stats     counters
-
-	// Lane-owned: ids started this round, and done as a method value made
-	// once so that Wait does not allocate.
-	started []int
-	done    func(id int, err error)
 
 	// work and sleeping form the lane's wake handshake (as the ublk queue's):
 	// a waker sets work, then wakes the issuer only if it finds the lane
@@ -68,34 +62,61 @@ type member struct {
 	isDown      atomic.Bool
 }
 
-func newMember(e *Engine, idx int, cfg Member) *member {
+// lane is one configuration of a member and the state of the goroutine that issues its TRIMs.
+type lane struct {
+	cfg    Member // with defaults
+	issuer Issuer // nil: the member does not discard, and no goroutine runs
+
+	// Guarded by the member's mu.
+	slots   []Issue[*Discard]
+	startAt []time.Time // when each slot's TRIM was issued
+	free    []int       // unused slot ids
+	exit    bool        // Revive replaces this lane: stop once nothing is in flight
+
+	// Owned by the lane goroutine: ids started this round, and done as a
+	// method value made once so that Wait does not allocate.
+	started  []int
+	done     func(id int, err error)
+	finished chan struct{} // closed when the goroutine has returned
+}
+
+func newLane(m *member, cfg Member) *lane {
 	cfg = cfg.withDefaults()
-	m := &member{
-		idx:     idx,
-		cfg:     cfg,
-		issuer:  cfg.Issuer,
-		e:       e,
-		q:       NewQueue[*Discard](cfg.MaxLen, cfg.Granularity),
-		slots:   make([]Issue[*Discard], cfg.InFlight),
-		startAt: make([]time.Time, cfg.InFlight),
+	l := &lane{
+		cfg: cfg, issuer: cfg.Issuer,
+		slots:    make([]Issue[*Discard], cfg.InFlight),
+		startAt:  make([]time.Time, cfg.InFlight),
+		started:  make([]int, 0, cfg.InFlight),
+		finished: make(chan struct{}),
 	}
 	for i := cfg.InFlight - 1; i >= 0; i-- {
-		m.free = append(m.free, i)
+		l.free = append(l.free, i)
 	}
-	m.started = make([]int, 0, cfg.InFlight)
-	m.done = m.finish
+	l.done = func(id int, err error) { m.finish(l, id, err) }
+	return l
+}
+
+func newMember(e *Engine, idx int, cfg Member) *member {
+	m := &member{idx: idx, e: e}
+	l := newLane(m, cfg)
+	m.lane.Store(l)
+	m.q = NewQueue[*Discard](l.cfg.MaxLen, l.cfg.Granularity)
 	m.cond.L = &m.mu
 	return m
 }
 
+// discards reports whether the member has an issuer.
+func (m *member) discards() bool { return m.lane.Load().issuer != nil }
+
 // wake tells the lane there may be something to do.
 func (m *member) wake() {
-	if m.issuer == nil {
+	l := m.lane.Load()
+	if l.issuer == nil {
 		return
 	}
 	m.work.Store(true)
 	if m.sleeping.CompareAndSwap(1, 2) {
-		m.issuer.Wake()
+		l.issuer.Wake()
 	}
 }
 
@@ -114,7 +135,9 @@ func (m *member) verify() {
 		panic(fmt.Sprintf("discard member %d: queue: %v", m.idx, err))
 	}
 	inflight := m.q.InFlight()
-	verify.Check(inflight+len(m.free) == len(m.slots), "discard member %d: %d TRIMs in flight and %d free slots of %d", m.idx, inflight, len(m.free), len(m.slots))
+	if l := m.lane.Load(); !l.exit {
+		verify.Check(inflight+len(l.free) == len(l.slots), "discard member %d: %d TRIMs in flight and %d free slots of %d", m.idx, inflight, len(l.free), len(l.slots))
+	}
 	verify.Check(int(m.busy.Load()) >= inflight, "discard member %d: busy %d below %d TRIMs in flight", m.idx, m.busy.Load(), inflight)
 	verify.Check(m.io.Load() >= 0, "discard member %d: %d reads and writes in progress", m.idx, m.io.Load())
 	verify.Check(m.urgent >= 0, "discard member %d: urgent %d", m.idx, m.urgent)
@@ -136,32 +159,33 @@ func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
 	m.stats.requests++
 	m.stats.bytes += r.Len
 	m.publish()
-	over = m.q.Len() > m.cfg.MaxQueued
+	over = m.q.Len() > m.lane.Load().cfg.MaxQueued
 	m.mu.Unlock()
 	m.wake()
 	return seq, over, true
 }
 
-// run is the member's lane: it issues TRIMs when the pacing rules allow,
-// waits for them and settles what they covered, until the engine closes and
-// nothing is in flight.
-func (m *member) run() {
+// run is the member's lane l: it issues TRIMs when the pacing rules allow,
+// waits for them and settles what they covered, until the engine closes (or
+// Revive replaces the lane) and nothing is in flight.
+func (m *member) run(l *lane) {
 	defer m.e.wg.Done()
+	defer close(l.finished)
 	for {
 		m.work.Store(false)
 		m.mu.Lock()
-		timeout, release := m.fill(m.e.clock.Now())
-		exit := m.closed && m.q.InFlight() == 0
+		timeout, release := m.fill(l, m.e.clock.Now())
+		exit := (m.closed || l.exit) && m.q.InFlight() == 0
 		m.mu.Unlock()
 		if release {
 			m.e.releaseHeld()
 		}
-		for _, id := range m.started {
-			is := &m.slots[id]
-			m.issuer.Start(id, is.Off, is.Len)
+		for _, id := range l.started {
+			is := &l.slots[id]
+			l.issuer.Start(id, is.Off, is.Len)
 		}
-		started := len(m.started) > 0
-		m.started = m.started[:0]
+		started := len(l.started) > 0
+		l.started = l.started[:0]
 		if exit {
 			return
 		}
@@ -170,11 +194,11 @@ func (m *member) run() {
 			// Woken after fill looked: submit what was started and look again.
 			m.sleeping.Store(0)
 			if started {
-				m.issuer.Wait(0, m.done)
+				l.issuer.Wait(0, l.done)
 			}
 			continue
 		}
-		m.issuer.Wait(timeout, m.done)
+		l.issuer.Wait(timeout, l.done)
 		m.sleeping.Store(0)
 	}
 }
@@ -184,34 +208,35 @@ func (m *member) run() {
 // sleep before it must look again (-1: until woken or a TRIM finishes), and
 // whether the queue came back within its bound while async discards are
 // held back for it. mu held.
-func (m *member) fill(now time.Time) (wait time.Duration, release bool) {
+func (m *member) fill(l *lane, now time.Time) (wait time.Duration, release bool) {
+	cfg := &l.cfg
 	for {
-		if m.closed || m.down || m.q.Len() == 0 {
+		if m.closed || m.down || l.exit || m.q.Len() == 0 {
 			m.heldSince = time.Time{} // writes may have cancelled what was held
 			return -1, release
 		}
-		if len(m.free) == 0 {
+		if len(l.free) == 0 {
 			return -1, release
 		}
-		if m.cfg.MinGap > 0 && !m.lastEnd.IsZero() {
-			if d := m.lastEnd.Add(m.cfg.MinGap).Sub(now); d > 0 {
+		if cfg.MinGap > 0 && !m.lastEnd.IsZero() {
+			if d := m.lastEnd.Add(cfg.MinGap).Sub(now); d > 0 {
 				return d, release
 			}
 		}
 		m.busy.Add(1)
-		if m.cfg.YieldToIO && m.urgent == 0 && m.readers == nil && m.io.Load() > 0 {
+		if cfg.YieldToIO && m.urgent == 0 && m.readers == nil && m.io.Load() > 0 {
 			if m.heldSince.IsZero() {
 				m.heldSince = now
 			}
-			if d := m.heldSince.Add(m.cfg.MaxDefer).Sub(now); d > 0 {
+			if d := m.heldSince.Add(cfg.MaxDefer).Sub(now); d > 0 {
 				m.busy.Add(-1)
 				return d, release
 			}
 		}
 		m.heldSince = time.Time{}
-		id := m.free[len(m.free)-1]
-		m.free = m.free[:len(m.free)-1]
-		is := &m.slots[id]
+		id := l.free[len(l.free)-1]
+		l.free = l.free[:len(l.free)-1]
+		is := &l.slots[id]
 		popped := false
 		for t := m.readers; t != nil && !popped; t = t.next {
 			popped = m.q.PopOverlapping(t.off, t.end-t.off, is)
@@ -221,16 +246,17 @@ func (m *member) fill(now time.Time) (wait time.Duration, release bool) {
 		}
 		m.stats.issued++
 		m.stats.issuedBytes += is.Len
-		m.startAt[id] = now
-		m.started = append(m.started, id)
+		l.startAt[id] = now
+		l.started = append(l.started, id)
 		m.publish()
-		release = release || (m.q.Len() <= m.cfg.MaxQueued && m.e.held.Load() > 0)
+		release = release || (m.q.Len() <= cfg.MaxQueued && m.e.held.Load() > 0)
 	}
 }
 
-// finish settles TRIM id: it runs on the lane, from the Issuer's Wait.
-func (m *member) finish(id int, err error) {
-	is := &m.slots[id]
+// finish settles TRIM id of lane l: it runs on the lane, from the Issuer's
+// Wait.
+func (m *member) finish(l *lane, id int, err error) {
+	is := &l.slots[id]
 	end := m.e.clock.Now()
 	if err != nil {
 		err = fmt.Errorf("discard member %d [%d, +%d): %w", m.idx, is.Off, is.Len, err)
@@ -239,11 +265,11 @@ func (m *member) finish(id int, err error) {
 	if !m.q.Finish(is.ID) && verify.On {
 		panic(fmt.Sprintf("discard member %d: TRIM slot %d finished twice", m.idx, id))
 	}
-	m.free = append(m.free, id)
+	l.free = append(l.free, id)
 	m.busy.Add(-1)
 	m.lastEnd = end
 	m.stats.completed++
-	m.stats.latency.record(end.Sub(m.startAt[id]))
+	m.stats.latency.record(end.Sub(l.startAt[id]))
 	if err != nil {
 		m.stats.errors++
 		m.e.failedTrim(is.Seqs) // no discard with a piece in it counts as trimmed

@@ -56,9 +56,13 @@ type Array struct {
 	readTurn []uint32
 	discard  discardStats
 	engine   *discard.Engine
-	// unclean is set while the array carries an unclean end of its last run (its superblocks
-	// were dirty when it was assembled, or the daemon serving it died): copies of a mirror may
-	// disagree where writes were in flight, until a resync brings them back in step.
+	// regions is the region map of an array with copies to keep in step (raid1, raid10), and
+	// syncer its resync, check and repair; nil for the others.
+	regions *regions
+	syncer  *syncer
+	// unclean is set when the array's last run ended without a clean stop (its superblocks were
+	// dirty when it was assembled, or the daemon serving it died): copies of a mirror may
+	// disagree where writes were in flight, until the resync of those regions is done.
 	unclean atomic.Bool
 }
 
@@ -123,7 +127,7 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	for _, m := range byPath { // stale members take no part
 		m.Close()
 	}
-	a, err := newArray(asm.Newest, members, o)
+	a, err := newArray(asm.Newest, members, o, false)
 	if err != nil {
 		for _, m := range members {
 			if m != nil {
@@ -137,10 +141,12 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 
 // NewArray serves members just written by Create.
 func NewArray(members []*Member, sbs []*Superblock, o Options) (*Array, error) {
-	return newArray(*sbs[0], members, o)
+	return newArray(*sbs[0], members, o, true)
 }
 
-func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
+// newArray serves members; fresh says they were just created, so the region map starts anew
+// rather than being read from them.
+func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, error) {
 	m, err := MapOf(&sb)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
@@ -190,6 +196,21 @@ func newArray(sb Superblock, members []*Member, o Options) (*Array, error) {
 	}
 	// A clean stop marks the members clean; dirty ones were not stopped.
 	a.unclean.Store(sb.State == StateDirty)
+	if sb.Level.Redundant() {
+		if fresh {
+			a.regions, err = newRegionMap(a, &sb)
+		} else {
+			a.regions, err = loadRegions(a, &sb)
+		}
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("array %s: %w", sb.Name, err)
+		}
+		if a.Degraded() {
+			a.regions.degraded()
+		}
+		a.syncer = newSyncer(a, a.regions)
+	}
 	return a, nil
 }
 
@@ -259,11 +280,36 @@ func (a *Array) Degraded() bool {
 
 // MarkDirty records on every active member that the array is running, so an assemble after a
 // crash knows the copies may disagree.
-func (a *Array) MarkDirty() error { return a.writeSuperblocks(StateDirty) }
+func (a *Array) MarkDirty() error {
+	if a.regions != nil {
+		// The map is on every member before the first write, and its flusher runs from now on.
+		if err := a.regions.begin(); err != nil {
+			return err
+		}
+	}
+	if err := a.writeSuperblocks(StateDirty); err != nil {
+		return err
+	}
+	if a.syncer != nil {
+		a.syncer.resyncIfNeeded() // after a crash, the regions being written then
+	}
+	return nil
+}
 
 // MarkClean records that every write reached every active member. Call it after the device has
 // stopped and the members are flushed.
-func (a *Array) MarkClean() error { return a.writeSuperblocks(StateClean) }
+func (a *Array) MarkClean() error {
+	if a.regions != nil {
+		// A job stops where it is (a resync resumes at the next start). Every write has ended
+		// and every discard is drained: idle regions go back to in sync and completed discards
+		// are marked, before the superblocks say the stop was clean.
+		a.syncer.stop()
+		if err := a.regions.stop(true); err != nil {
+			return err
+		}
+	}
+	return a.writeSuperblocks(StateClean)
+}
 
 // writeSuperblocks bumps the event counter and writes the superblock of every active member, so
 // a member that was not written (failed or missing) reads as stale at the next assemble.
@@ -298,6 +344,9 @@ func (a *Array) fail(i int, err error) {
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
 		a.engine.Fail(i)
+		if a.regions != nil {
+			a.regions.degraded() // what is written from now on must reach the member when it is back
+		}
 	}
 }
 
@@ -318,6 +367,10 @@ func (a *Array) Flush() error {
 // Close stops the discard engine and releases the members. The device must be stopped first.
 func (a *Array) Close() error {
 	var errs []error
+	if a.regions != nil {
+		a.syncer.stop()
+		errs = append(errs, a.regions.stop(false))
+	}
 	if a.engine != nil {
 		errs = append(errs, a.engine.Close()) // and the members' TRIM issuers
 	}

@@ -30,9 +30,14 @@ type Status struct {
 	PID         int            `json:"pid"`
 	Members     []MemberStatus `json:"members"`
 	Discard     DiscardTotals  `json:"discard"`
+	// Regions counts the region map's regions by state, and Sync is the resync, check or repair
+	// in progress and the last one's outcome, for arrays with copies (raid1, raid10).
+	Regions *RegionCounts `json:"regions,omitempty"`
+	Sync    *SyncStatus   `json:"sync,omitempty"`
 
-	// Unclean is true when the array's last run ended without a clean stop; Resync is then
-	// "pending" for levels with copies, which may disagree where writes were in flight.
+	// Unclean is true when this run started from an unclean end of the last (a daemon killed
+	// or failed, members left dirty). Resync then says what became of the regions whose copies
+	// may differ: "pending" or "running" while some need it, empty once none does.
 	Unclean bool   `json:"unclean"`
 	Resync  string `json:"resync,omitempty"`
 }
@@ -63,6 +68,9 @@ type MemberIO struct {
 	ReadBytes  uint64 `json:"read_bytes"`
 	WriteBytes uint64 `json:"write_bytes"`
 	Errors     uint64 `json:"errors"`
+	// SyncReadBytes and SyncWriteBytes are the resync, check and repair's own I/O.
+	SyncReadBytes  uint64 `json:"sync_read_bytes"`
+	SyncWriteBytes uint64 `json:"sync_write_bytes"`
 }
 
 // DiscardTotals counts discards as the array received them.
@@ -84,8 +92,12 @@ const (
 	StateNameFailed   = "failed"
 )
 
-// ResyncPending is Status.Resync of a mirror whose copies may disagree after an unclean end.
-const ResyncPending = "pending"
+// Status.Resync of a mirror some of whose regions' copies may disagree: the resync waits (for a
+// member to come back), or runs.
+const (
+	ResyncPending = "pending"
+	ResyncRunning = "running"
+)
 
 // Status reports the array's state and counters; device is the served block device path, or ""
 // while none is.
@@ -104,9 +116,7 @@ func (a *Array) Status(device string, pid int) Status {
 	if sb.Level.HasLayout() {
 		st.Layout = sb.Layout.String()
 	}
-	if st.Unclean = a.Unclean(); st.Unclean && sb.Level.Redundant() {
-		st.Resync = ResyncPending
-	}
+	st.Unclean = a.Unclean()
 	switch {
 	case !a.readable():
 		st.State = StateNameFailed
@@ -116,6 +126,18 @@ func (a *Array) Status(device string, pid int) Status {
 		st.State = StateNameActive
 	default:
 		st.State = StateNameClean
+	}
+	if a.regions != nil {
+		c := a.regions.counts()
+		st.Regions = &c
+		ss := a.SyncStatus()
+		st.Sync = &ss
+		if c.NeedResync > 0 {
+			st.Resync = ResyncPending
+			if ss.Action == SyncResync {
+				st.Resync = ResyncRunning
+			}
+		}
 	}
 	ds := a.engine.Stats()
 	for i, m := range a.members {
@@ -138,6 +160,7 @@ func (a *Array) Status(device string, pid int) Status {
 		ms.IO = MemberIO{
 			Reads: s.reads.Load(), Writes: s.writes.Load(), ReadBytes: s.readBytes.Load(),
 			WriteBytes: s.writeBytes.Load(), Errors: s.errors.Load(),
+			SyncReadBytes: s.syncReadBytes.Load(), SyncWriteBytes: s.syncWriteBytes.Load(),
 		}
 		st.Members = append(st.Members, ms)
 	}

@@ -19,7 +19,7 @@ import (
 //
 //	offset size field
 //	     0    8 magic "URAIDSB\x00"
-//	     8    2 major version (1); a reader refuses any other major
+//	     8    2 major version (2; 1 is read too): a reader refuses a newer one
 //	    10    2 minor version (0); newer minors only add fields in reserved
 //	          space, so a reader accepts any minor and ignores what it
 //	          does not know
@@ -57,8 +57,14 @@ const (
 	SuperblockOffset = 4096 // byte offset of the superblock on a member
 	SuperblockSize   = 4096 // bytes, one aligned block for O_DIRECT
 
-	VersionMajor = 1 // incompatible format changes bump this
-	VersionMinor = 0 // fields added in reserved space bump this
+	// VersionMajor is written; incompatible format changes bump it. 2 says the member carries a
+	// region map between its superblock and its data (docs/superblock.md): a uraid that reads
+	// only 1 would write data without updating the map, which the next assemble would trust, so
+	// it must refuse such a member. Version 1 members are still read (they have no map yet) and
+	// become version 2 when an array of them first runs.
+	VersionMajor    = 2
+	MinVersionMajor = 1
+	VersionMinor    = 0 // fields added in reserved space bump this
 
 	DefaultDataOffset = 1 << 20 // data starts 1 MiB in, as in md 1.2
 	DataOffsetAlign   = 1 << 20 // aligns data to any sector, page or discard granularity
@@ -290,9 +296,9 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 		return fmt.Errorf("%w: checksum mismatch: the block was damaged after it was written; "+
 			"re-add the member from its mirror or re-create the array", ErrCorrupt)
 	}
-	if major := le.Uint16(block[offMajor:]); major != VersionMajor {
-		return fmt.Errorf("%w: version %d.%d, this uraid reads %d.x: upgrade uraid",
-			ErrUnsupportedVersion, major, le.Uint16(block[offMinor:]), VersionMajor)
+	if major := le.Uint16(block[offMajor:]); major < MinVersionMajor || major > VersionMajor {
+		return fmt.Errorf("%w: version %d.%d, this uraid reads %d.x to %d.x: upgrade uraid",
+			ErrUnsupportedVersion, major, le.Uint16(block[offMinor:]), MinVersionMajor, VersionMajor)
 	}
 	name := block[offName : offName+MaxNameLen]
 	if i := bytes.IndexByte(name, 0); i >= 0 {

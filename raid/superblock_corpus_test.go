@@ -35,8 +35,8 @@ func TestFuzzCorpusDecodes(t *testing.T) {
 	const (
 		badSum    = "corrupt superblock: checksum mismatch: the block was damaged after it was written; re-add the member from its mirror or re-create the array"
 		noMagic   = "not a uraid member: no uraid magic at the superblock position (wrong device, or never part of an array?)"
-		major2    = "unsupported superblock version: version 2.0, this uraid reads 1.x: upgrade uraid"
-		major0    = "unsupported superblock version: version 0.0, this uraid reads 1.x: upgrade uraid"
+		major3    = "unsupported superblock version: version 3.0, this uraid reads 1.x to 2.x: upgrade uraid"
+		major0    = "unsupported superblock version: version 0.0, this uraid reads 1.x to 2.x: upgrade uraid"
 		indexEq   = "invalid superblock: member index 4 is not below member count 4"
 		afterNUL  = "invalid superblock: array name field has bytes after its NUL terminator"
 		emptyData = "invalid superblock: data size is zero"
@@ -46,7 +46,8 @@ func TestFuzzCorpusDecodes(t *testing.T) {
 		"bad-checksum":          {{err: badSum, sentinel: ErrCorrupt}, raid10f2},
 		"index-equals-count":    {{err: indexEq, sentinel: ErrInvalid}, {err: indexEq, sentinel: ErrInvalid}},
 		"long":                  {raid10f2, raid10f2},
-		"major-2":               {{err: major2, sentinel: ErrUnsupportedVersion}, {err: major2, sentinel: ErrUnsupportedVersion}},
+		"major-2":               {raid10f2, raid10f2}, // version 2.0 (with a region map) is current
+		"major-3":               {{err: badSum, sentinel: ErrCorrupt}, {err: major3, sentinel: ErrUnsupportedVersion}},
 		"minor-9-reserved-used": {raid10f2, raid10f2},
 		"name-after-nul":        {{err: afterNUL, sentinel: ErrInvalid}, {err: afterNUL, sentinel: ErrInvalid}},
 		"short":                 {{err: badSum, sentinel: ErrCorrupt}, {err: emptyData, sentinel: ErrInvalid}},

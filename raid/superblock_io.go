@@ -12,13 +12,17 @@ import (
 // heap does not move objects, so slicing an over-sized allocation at an
 // aligned address is enough; the capacity is capped so an append can never
 // reach past the aligned block.
-func AlignedBlock() []byte {
-	buf := make([]byte, 2*SuperblockSize)
+func AlignedBlock() []byte { return alignedBytes(SuperblockSize) }
+
+// alignedBytes returns n zeroed bytes whose address is a multiple of SuperblockSize (4096), as
+// O_DIRECT wants, capped so that an append cannot reach past them.
+func alignedBytes(n int) []byte {
+	buf := make([]byte, n+SuperblockSize)
 	skip := 0
 	if rem := int(uintptr(unsafe.Pointer(&buf[0])) % SuperblockSize); rem != 0 {
 		skip = SuperblockSize - rem
 	}
-	return buf[skip : skip+SuperblockSize : skip+SuperblockSize]
+	return buf[skip : skip+n : skip+n]
 }
 
 // fileSyncer is implemented by *os.File; Write and Wipe flush through it so the

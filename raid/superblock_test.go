@@ -57,7 +57,7 @@ func TestSuperblockLayout(t *testing.T) {
 
 	require.Len(t, b, 4096)
 	assert.Equal(t, []byte("URAIDSB\x00"), b[0:8], "magic")
-	assert.Equal(t, uint16(1), le.Uint16(b[8:]), "major")
+	assert.Equal(t, uint16(2), le.Uint16(b[8:]), "major")
 	assert.Equal(t, uint16(0), le.Uint16(b[10:]), "minor")
 	assert.Equal(t, byte(4), b[12], "level raid10")
 	assert.Equal(t, byte(2), b[13], "layout f2")
@@ -79,7 +79,20 @@ func TestSuperblockLayout(t *testing.T) {
 
 	// A value a human can check against a hex dump: the first bytes of the
 	// block as md's docs would show them.
-	assert.Equal(t, "55524149445342000100000004020200", strings.ToLower(sbHexString(b[:16])))
+	assert.Equal(t, "55524149445342000200000004020200", strings.ToLower(sbHexString(b[:16])))
+}
+
+// A version 1 member (before region maps) still reads, and is written back as version 2.
+func TestSuperblockReadsVersion1(t *testing.T) {
+	sb := validSB()
+	b := mustMarshal(t, sb)
+	le := binary.LittleEndian
+	le.PutUint16(b[8:], 1)
+	le.PutUint32(b[4092:], crc32.Checksum(b[:4092], crc32.MakeTable(crc32.Castagnoli)))
+	var got Superblock
+	require.NoError(t, got.UnmarshalBinary(b))
+	assert.Equal(t, sb, got)
+	assert.Equal(t, uint16(2), le.Uint16(mustMarshal(t, got)[8:]))
 }
 
 func sbHexString(b []byte) string {
@@ -114,7 +127,7 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "zeroed block", mutate: func(b []byte) { clear(b) }, noReseal: true, want: ErrNotMember, msg: "not a uraid member"},
 		{name: "bad checksum", mutate: func(b []byte) { b[200] ^= 1 }, noReseal: true, want: ErrCorrupt, msg: "corrupt superblock"},
 		{name: "checksum field damaged", mutate: func(b []byte) { b[4095] ^= 0x80 }, noReseal: true, want: ErrCorrupt, msg: "checksum"},
-		{name: "unknown major version", mutate: func(b []byte) { le.PutUint16(b[8:], 2) }, want: ErrUnsupportedVersion, msg: "version 2.0"},
+		{name: "unknown major version", mutate: func(b []byte) { le.PutUint16(b[8:], 3) }, want: ErrUnsupportedVersion, msg: "version 3.0"},
 		{name: "major version zero", mutate: func(b []byte) { le.PutUint16(b[8:], 0) }, want: ErrUnsupportedVersion, msg: "upgrade uraid"},
 		{name: "index equals count", mutate: func(b []byte) { le.PutUint32(b[84:], 4) }, want: ErrInvalid, msg: "member index 4 is not below member count 4"},
 		{name: "index above count", mutate: func(b []byte) { le.PutUint32(b[84:], math.MaxUint32) }, want: ErrInvalid, msg: "member index"},

@@ -7,6 +7,7 @@ import (
 
 	"uraid/discard"
 	"uraid/mapping"
+	"uraid/region"
 	"uraid/ublk"
 )
 
@@ -30,6 +31,13 @@ type tagState struct {
 	pending int              // member I/Os not yet reaped
 	err     int32            // first negative errno, or 0
 	newFail bool             // WRITE: a member failed during this request
+	req     *ublk.Request    // the request the tag holds, to resume it
+
+	// The region map's hold on a write (regions.go).
+	mapBegun  bool      // WRITE: counted in flight in the map
+	mapFailed bool      // WRITE: the map refused it
+	mapGen    uint64    // WRITE: the map generation it waits for
+	mapNext   *tagState // link in a map wait list
 }
 
 // Most requests touch a handful of members; the slices grow on the first bigger one and stay.
@@ -47,6 +55,8 @@ func (t *tagState) init() {
 // memberStats counts a member's I/O; the daemon reads it while queues write it.
 type memberStats struct {
 	reads, writes, readBytes, writeBytes, errors atomic.Uint64
+	// The sync worker's own reads and writes (resync, check, repair), apart from the user's.
+	syncReadBytes, syncWriteBytes atomic.Uint64
 }
 
 // Params describes the array's block device.
@@ -93,7 +103,8 @@ func (a *Array) active(i int) bool { return MemberState(a.state[i].Load()) == Me
 // Serve starts a request; see ublk.Target.
 func (a *Array) Serve(r *ublk.Request) {
 	t := a.tag(r)
-	t.pending, t.err, t.newFail = 0, 0, false
+	t.pending, t.err, t.newFail, t.req = 0, 0, false, r
+	t.mapBegun, t.mapFailed = false, false
 	switch r.Op {
 	case ublk.OpRead:
 		a.serveRead(r, t)
@@ -131,10 +142,16 @@ func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	for i := range t.pieces {
 		p := &t.pieces[i]
 		rp := t.read.AddPiece()
+		// Copies of a region that needs resync may differ: until it is resynced every read of
+		// it comes from the copy the resync copies from, so that reads are repeatable.
+		one := p.N > 1 && a.regions != nil && a.regions.needsResync(p.Logical, p.Length)
 		for _, e := range p.Copies[:p.N] {
 			if a.active(e.Member) {
 				rp.Copies[rp.N] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
 				rp.N++
+				if one {
+					break
+				}
 			}
 		}
 	}
@@ -197,9 +214,17 @@ func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 	a.admitWrite(r, t)
 }
 
-// admitWrite issues every copy of the write once the engine admits it: queued TRIMs of these bytes
-// are gone and none is in flight over them. Parked, it comes back through Resume.
+// admitWrite issues every copy of the write once the region map and the engine admit it: its
+// regions are dirty on every member's disk, queued TRIMs of these bytes are gone and none is in
+// flight over them. Parked, it comes back through Resume.
 func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
+	if a.regions != nil && !a.regions.beginWrite(r, t) {
+		return
+	}
+	if t.mapFailed {
+		r.Complete(-int32(unix.EIO))
+		return
+	}
 	if !a.engine.BeginWrite(&t.write) {
 		a.discard.parkedWrites.Add(1)
 		return
@@ -252,8 +277,16 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 	a.discard.requests.Add(1)
 	a.discard.bytes.Add(uint64(r.Length))
 	a.discard.memberRanges.Add(uint64(len(t.disc.Ranges)))
+	var trim region.Trim
+	if a.regions != nil {
+		trim = a.regions.startTrim(r.Offset, r.Length)
+	}
 	t.disc.Done = r
 	a.engine.Discard(&t.disc)
+	if a.regions != nil {
+		// The mark is read before the queue can reuse the tag: that takes this goroutine.
+		a.regions.trimQueued(trim, t.disc.Mark())
+	}
 }
 
 // Reap takes the result of one member I/O; see ublk.RingTarget.
@@ -304,6 +337,13 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 	switch r.Op {
 	case ublk.OpWrite:
 		res := a.writeResult(r, t)
+		if a.regions != nil {
+			ok := true
+			for _, f := range t.failed {
+				ok = ok && !f
+			}
+			a.regions.endWrite(r, t, ok)
+		}
 		if t.newFail {
 			// A failed copy must be on record as failed before the write is acknowledged, or a
 			// crash could bring the stale copy back as current. Superblock writes block: off the
@@ -369,6 +409,28 @@ func (a *Array) account(member int, op ublk.Op, n int64, err error) {
 		s.writes.Add(1)
 		s.writeBytes.Add(uint64(n))
 	}
+}
+
+// accountSync counts a member read or write of the sync worker.
+func (a *Array) accountSync(member int, write bool, n int64, err error) {
+	s := &a.stats[member]
+	switch {
+	case err != nil:
+		s.errors.Add(1)
+	case write:
+		s.syncWriteBytes.Add(uint64(n))
+	default:
+		s.syncReadBytes.Add(uint64(n))
+	}
+}
+
+// userIO counts the user's member reads and writes so far, for the sync worker to yield to.
+func (a *Array) userIO() uint64 {
+	var n uint64
+	for i := range a.stats {
+		n += a.stats[i].reads.Load() + a.stats[i].writes.Load()
+	}
+	return n
 }
 
 func (a *Array) fd(member int) int { return int(a.members[member].File.Fd()) }

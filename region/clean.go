@@ -2,6 +2,13 @@ package region
 
 import "time"
 
+// DefaultIdle is the idle time to pass to Clean, as md's default bitmap
+// delay: a region goes back to in sync 5 to about 15 s after its last write
+// ended. Much shorter, and a region written every few seconds bounces
+// between dirty and clean, each bounce a metadata write that a write waits
+// for; much longer, and more regions are resynced after a crash.
+const DefaultIdle = 5 * time.Second
+
 // The lazy clean. A region whose last write ended is queued once in a ring
 // (each region at most once, so the ring never overflows); Clean walks the
 // ring from its oldest end. Time is cut into epochs of at least the idle

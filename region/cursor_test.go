@@ -12,8 +12,14 @@ import (
 // TestPropertyCursorRoundTrip: a cursor set and flushed decodes, and
 // loads, as it was set; one no map can hold is refused and changes nothing.
 func TestPropertyCursorRoundTrip(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, MaxRegions).Draw(t, "regions")
+		// Mostly small maps; now and then the edges, block boundaries
+		// and the largest.
+		n := rapid.IntRange(1, 2*RegionsPerBlock).Draw(t, "regions")
+		if rapid.IntRange(0, 19).Draw(t, "edge") == 0 {
+			n = rapid.SampledFrom([]int{RegionsPerBlock, RegionsPerBlock + 1, MaxRegions - 1, MaxRegions}).Draw(t, "edgeRegions")
+		}
 		g := Geometry{ArrayUUID: testUUID, ArraySize: int64(n) << 12, RegionSize: 1 << 12}
 		rg := newRig(t, g, InSync, 1)
 		c := Cursor{Action: Action(rapid.IntRange(1, 3).Draw(t, "action"))}
@@ -84,6 +90,7 @@ type job struct {
 }
 
 func TestPropertyResumedScan(t *testing.T) {
+	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 200).Draw(t, "regions")
 		j := &job{t: t, g: geom(n), durable: &Cursor{}}

@@ -23,10 +23,13 @@
 //   - A region never leaves Dirty while a write to it is in flight (begun and
 //     not ended), nor while it needs resync. Writes that fail on some copy,
 //     and writes while the array is degraded, leave their regions needing
-//     resync until Resynced; nothing else clears that.
+//     resync; only Resynced ends that, or a discard that trims the region
+//     whole on every copy (its bytes are then free space everywhere).
 //   - Regions go back to in sync lazily: Clean moves regions whose writes
-//     ended at least an idle time ago, and they reach the disk with a later
-//     flush. While the array is degraded no dirty region is ever cleared.
+//     ended at least an idle time ago (DefaultIdle), and they reach the disk
+//     with a later flush. Time never affects safety, only how often a busy
+//     region bounces. While the array is degraded no dirty region is ever
+//     cleared.
 //   - The hot path, BeginWrite and EndWrite on regions already dirty on
 //     disk, is O(1) per region touched and allocates nothing.
 //

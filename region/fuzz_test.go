@@ -3,6 +3,7 @@ package region
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 )
 
 // FuzzDecodeHeader feeds arbitrary blocks to the header decoder, which must
@@ -144,4 +145,85 @@ func fill(block, payload []byte, k int) {
 	for i := range block {
 		block[i] = payload[(i+k)%len(payload)]
 	}
+}
+
+// FuzzRequests drives the request side of a map of any geometry with any
+// offsets and lengths, the largest array included: no call may panic, bad
+// ranges must be refused, and the invariants must hold throughout.
+func FuzzRequests(f *testing.F) {
+	f.Add(uint64(1<<63-1), uint8(45), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint64(1<<30), uint8(20), []byte{9, 200, 3, 0, 0, 1, 255, 255, 255})
+	f.Add(uint64(4097), uint8(12), []byte{})
+	// A discard inside the last region of the largest array, unaligned:
+	// rounding up to a region boundary must not overflow.
+	f.Add(uint64(1<<64-1), uint8(45), []byte{0x83, 0xe8, 0x03, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, size uint64, shift uint8, ops []byte) {
+		g := Geometry{ArrayUUID: testUUID, ArraySize: int64(size >> 1), RegionSize: 1 << (shift % 64)}
+		m, err := New(g, State(shift%3))
+		if err != nil {
+			return
+		}
+		var begun [][2]int64
+		var trims []Trim
+		for len(ops) >= 9 {
+			op, x := ops[0], int64(binary.LittleEndian.Uint64(ops[1:9]))
+			ops = ops[9:]
+			// Offsets near both ends, lengths from one sector to the array.
+			off := x % max(g.ArraySize, 1)
+			if op&0x80 != 0 {
+				off = g.ArraySize - 1 - off
+			}
+			n := max(1, g.ArraySize-off) >> (op >> 3 & 15)
+			if n == 0 {
+				n = 1
+			}
+			switch op & 7 {
+			case 0, 1:
+				if _, err := m.BeginWrite(off, n); err == nil {
+					begun = append(begun, [2]int64{off, n})
+				}
+			case 2:
+				if len(begun) > 0 {
+					w := begun[len(begun)-1]
+					begun = begun[:len(begun)-1]
+					if err := m.EndWrite(w[0], w[1], op&0x40 == 0); err != nil {
+						t.Fatalf("EndWrite of a begun write: %v", err)
+					}
+				}
+			case 3:
+				if tr, err := m.StartTrim(off, n); err == nil {
+					trims = append(trims, tr)
+				}
+			case 4:
+				if len(trims) > 0 {
+					m.EndTrim(trims[0])
+					trims = trims[1:]
+				}
+			case 5:
+				gen, _, err := m.Flush(FlushMode(op>>3%3), nil)
+				if err == nil && gen != 0 {
+					_ = m.Flushed(gen)
+				}
+			case 6:
+				m.Clean(time.Duration(x), time.Duration(op))
+				m.SetDegraded(op&0x40 != 0)
+			default:
+				m.RangeTrimmed(x, int64(op)-100)
+				m.RangeNeedsResync(x, int64(op))
+				m.Resynced(m.RegionOf(x))
+				_, _ = m.BeginWrite(x, int64(op)-100)
+				_, _ = m.StartTrim(x, -x)
+				// EndWrite must name a range begun as one write; with
+				// none begun, any range is refused.
+				if len(begun) == 0 && m.Writes() == 0 {
+					if err := m.EndWrite(off, n, true); err == nil {
+						t.Fatalf("EndWrite(%d, %d) with no write begun succeeded", off, n)
+					}
+				}
+			}
+		}
+		if err := m.Verify(); err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+	})
 }

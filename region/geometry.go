@@ -25,11 +25,11 @@ const (
 
 	// MinRegionSize is the smallest region ChooseRegionSize picks. The
 	// first write to a clean region waits for one metadata write, so a
-	// region should be large against a request (ublk requests are at
-	// most 1 MiB, so one touches at most two regions) and a sequential
-	// stream should pay that wait rarely; and a region is only trimmed
-	// when a discard covers it whole, so it should be small against the
-	// extents a filesystem frees. 1 MiB is the largest size at which a
+	// region should be large against a request (uraid's are 512 KiB at
+	// most by default, so one touches at most two regions) and a
+	// sequential stream should pay that wait rarely; and a region is only
+	// trimmed when a discard covers it whole, so it should be small
+	// against the extents a filesystem frees. 1 MiB is the largest size at which a
 	// 1 GiB array still has 1024 regions.
 	MinRegionSize = 1 << 20
 	// MaxRegions bounds the region count, and with it the memory the map

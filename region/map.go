@@ -248,6 +248,16 @@ func (m *Map) Degraded() bool { return m.degraded }
 // EndWrite).
 func (m *Map) Writes() int { return m.writes }
 
+// InFlight returns the number of writes in flight in region r: a job that
+// copies or compares r's copies waits until it is zero, with new writes to
+// r held back by the caller.
+func (m *Map) InFlight(r int) int {
+	if r < 0 || r >= m.regions {
+		return 0
+	}
+	return int(m.inflight[r])
+}
+
 // span checks [off, off+n) and returns its first and last region.
 func (m *Map) span(off, n int64) (first, last int, err error) {
 	if n <= 0 || off < 0 || off > m.g.ArraySize-n {

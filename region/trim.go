@@ -31,7 +31,10 @@ func (m *Map) StartTrim(off, n int64) (Trim, error) {
 	}
 	// Round inward to whole regions; the last region ends at the array's
 	// end, so a discard that reaches the end covers it whole.
-	first := int((off + m.g.RegionSize - 1) >> m.shift)
+	first := int(off >> m.shift)
+	if off&(m.g.RegionSize-1) != 0 {
+		first++ // without off+RegionSize-1, which overflows near the end of the largest array
+	}
 	end := int((off + n) >> m.shift)
 	if off+n == m.g.ArraySize {
 		end = m.regions

@@ -124,3 +124,22 @@ func TestPending(t *testing.T) {
 	assert.Equal(t, 0, p.Len())
 	assert.Equal(t, []State{Trimmed, Trimmed, InSync, InSync}, states(rg.m))
 }
+
+// TestTrimLargestArray: rounding to whole regions must not overflow at the
+// end of the largest array.
+func TestTrimLargestArray(t *testing.T) {
+	g := Geometry{ArrayUUID: testUUID, ArraySize: 1<<63 - 1, RegionSize: 1 << 45}
+	m, err := New(g, InSync)
+	require.NoError(t, err)
+	last := int64(m.Regions()-1) << 45
+	tr := startTrim(t, m, last+512, g.ArraySize-last-512)
+	assert.Equal(t, Trim{}, tr, "the last region is not covered whole")
+	tr = startTrim(t, m, last, g.ArraySize-last)
+	f, e := tr.Regions()
+	assert.Equal(t, [2]int{m.Regions() - 1, m.Regions()}, [2]int{f, e})
+	assert.Equal(t, 1, m.EndTrim(tr))
+	gen, err := m.BeginWrite(g.ArraySize-512, 512)
+	require.NoError(t, err)
+	assert.NotZero(t, gen)
+	require.NoError(t, m.Verify())
+}

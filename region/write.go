@@ -59,14 +59,17 @@ func (m *Map) BeginWrite(off, n int64) (uint64, error) {
 // EndWrite records that the write of [off, off+n) begun with BeginWrite is
 // over: ok when it completed on every copy, false when it failed on some
 // copy or was not sent to one. A failed write leaves its regions needing
-// resync: they stay Dirty, on disk and in memory, until Resynced. So does
+// resync: they stay Dirty, on disk and in memory, until Resynced (or
+// trimmed whole on every copy). So does
 // any write that ends while the array is degraded. A region whose last
 // write ended becomes a candidate for Clean.
 //
 // Call it once per BeginWrite with the same range, after the write has
-// completed on every copy it was sent to. It allocates nothing; a range
-// with no write begun in some region fails with ErrProtocol and changes
-// nothing.
+// completed on every copy it was sent to: keep the range with the request.
+// It allocates nothing; a range with no write begun in some region fails
+// with ErrProtocol and changes nothing. Any other mismatch — a part of a
+// begun range, or a range begun by other writes — the map cannot see, and
+// it would let a region be cleaned with a write in flight.
 func (m *Map) EndWrite(off, n int64, ok bool) error {
 	first, last, err := m.span(off, n)
 	if err != nil {

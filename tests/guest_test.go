@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"uraid/ublk"
 )
 
 // mustRunE2E reports whether a test that cannot run must fail rather than skip.
@@ -33,15 +33,12 @@ func needGuest(t testing.TB) {
 	t.Skipf("%s: run make test-vm", why)
 }
 
-// TestE2EGuestKernel checks the guest the suite runs in: a kernel new enough for asynchronous
-// member discard (BLOCK_URING_CMD_DISCARD, 6.12) with ublk loaded.
+// TestE2EGuestKernel checks the guest the suite runs in: the kernel it was asked for (tests/vm/vm
+// KERNEL=), new enough for asynchronous member discard (BLOCK_URING_CMD_DISCARD, 6.12), with ublk
+// loaded and a driver that reports exactly the features recorded for its series.
 func TestE2EGuestKernel(t *testing.T) {
 	needGuest(t)
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		t.Fatal(err)
-	}
-	release := unix.ByteSliceToString(u.Release[:])
+	release := kernelRelease(t)
 	major, minor, ok := parseRelease(release)
 	if !ok {
 		t.Fatalf("cannot parse kernel release %q", release)
@@ -49,12 +46,31 @@ func TestE2EGuestKernel(t *testing.T) {
 	if major < 6 || (major == 6 && minor < 12) {
 		t.Fatalf("kernel %s: the guest suite needs Linux >= 6.12", release)
 	}
+	series := strconv.Itoa(major) + "." + strconv.Itoa(minor)
+	if asked := os.Getenv("URAID_VM_SERIES"); asked != "" && asked != series {
+		t.Fatalf("the guest was asked for KERNEL=%s but runs Linux %s", asked, release)
+	}
 	fi, err := os.Stat("/dev/ublk-control")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fi.Mode()&os.ModeCharDevice == 0 {
 		t.Fatalf("/dev/ublk-control is %v, want a character device", fi.Mode())
+	}
+
+	have, err := kernelFeatures()
+	if err != nil {
+		t.Fatalf("ublk GET_FEATURES: %v", err)
+	}
+	t.Logf("Linux %s, ublk GET_FEATURES 0x%x: %s", release, have, strings.Join(ublk.FeatureNames(have), " "))
+	want, known := expectedFeatures[series]
+	if !known {
+		t.Logf("no GET_FEATURES recorded for Linux %s: once its features are looked at, add 0x%x to expectedFeatures", series, have)
+		return
+	}
+	if have != want {
+		t.Errorf("Linux %s reports GET_FEATURES 0x%x, recorded 0x%x: lost [%s], gained [%s]", release, have, want,
+			strings.Join(ublk.FeatureNames(want&^have), " "), strings.Join(ublk.FeatureNames(have&^want), " "))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/uapi"
 	"uraid/ublk"
 )
 
@@ -388,7 +389,7 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 // With user recovery a killed server's device stays, quiesced, with its
 // number; a new server takes it over and serves the same data.
 func TestE2EUblkUserRecovery(t *testing.T) {
-	needGuest(t)
+	needFeature(t, uapi.UBLK_F_USER_RECOVERY)
 	backing := backingFile(t)
 	first := startUblkServer(t, backing, "-recovery")
 	data := alignedBuf(1 << 20)

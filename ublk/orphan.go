@@ -75,17 +75,6 @@ func deviceInfo(ki uapi.CtrlDevInfo) DeviceInfo {
 	}
 }
 
-// Features returns the UBLK_F_* bits the running driver supports.
-func Features() (Flags, error) {
-	c, err := openControl()
-	if err != nil {
-		return 0, err
-	}
-	defer c.close()
-	f, err := c.getFeatures()
-	return Flags(f), err
-}
-
 // Path is the device's block node, /dev/ublkbN.
 func (i DeviceInfo) Path() string { return blockPath(i.ID) }
 

@@ -22,8 +22,8 @@ the same /dev/ublkbN, served from the members, discard mode and TRIM settings th
 (its record in /run/uraid). A filesystem mounted on the device, and every file open on it, carry
 on: their I/O waited while no daemon served, and the requests the dead daemon held are sent again
 to the new one. Because writes in flight may have reached some copies only, the array is then
-marked unclean (resync pending). A device the kernel no longer has is created again under the
-same number.`,
+marked unclean, and the regions the dead daemon was writing are resynced in the background. A
+device the kernel no longer has is created again under the same number.`,
 		Example: `  uraid recover demo`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -105,8 +105,8 @@ const (
 	UBLKSRV_IO_BUF_TOTAL_SIZE = 1 << UBLKSRV_IO_BUF_TOTAL_BITS
 )
 
-// Device feature flags (ctrl_dev_info.flags). 6.12 reports 0x1FE from
-// GET_FEATURES: bits 1 to 8.
+// Device feature flags (ctrl_dev_info.flags, and the bits GET_FEATURES
+// reports) that 6.12 has: it reports 0x1FE, bits 1 to 8.
 const (
 	// Cleared by 6.12: the driver has no zero copy yet.
 	UBLK_F_SUPPORT_ZERO_COPY = 1 << 0
@@ -129,18 +129,46 @@ const (
 	// address in FETCH.
 	UBLK_F_USER_COPY = 1 << 7
 	UBLK_F_ZONED     = 1 << 8
+)
 
-	// Added after 6.12; 6.12 rejects or clears them.
+// Device feature flags added after 6.12, which rejects or clears them, each
+// with the first kernel that reports it. From 6.16 on the versions are what
+// GET_FEATURES answers on Debian's kernels: 6.16 0x3FFF, 6.17 and 6.18
+// 0x7FFF, 7.2 0xFFFFF, 7.3 0x1FFFFF. Debian carried nothing between 6.12
+// and 6.16, so 6.13 and 6.15 come from the kernel's history; and its archive
+// keeps no modules for 6.19 to 7.1, so bits 15 to 19 are known only to
+// arrive after 6.18 and by 7.2. UBLK_F_SUPPORT_ZERO_COPY, cleared by 6.12,
+// is reported again from 6.15 (zero copy by UBLK_U_IO_REGISTER_IO_BUF).
+const (
+	// 6.13: as UBLK_F_USER_RECOVERY, but I/O issued while no server runs
+	// fails instead of queueing.
 	UBLK_F_USER_RECOVERY_FAIL_IO = 1 << 9
-	UBLK_F_UPDATE_SIZE           = 1 << 10
-	UBLK_F_AUTO_BUF_REG          = 1 << 11
-	UBLK_F_QUIESCE               = 1 << 12
-	UBLK_F_PER_IO_DAEMON         = 1 << 13
-	UBLK_F_BUF_REG_OFF_DAEMON    = 1 << 14
-	// The driver has UBLK_U_CMD_TRY_STOP_DEV: a stop that refuses, with
-	// -EBUSY, while anything has the block device open (7.0; forced on
-	// in every device's flags from 7.3).
+	// 6.15: UBLK_U_CMD_UPDATE_SIZE resizes a live device.
+	UBLK_F_UPDATE_SIZE = 1 << 10
+	// 6.16: the request buffer is registered in the server's io_uring
+	// buffer table before the request is delivered.
+	UBLK_F_AUTO_BUF_REG = 1 << 11
+	// 6.16: UBLK_U_CMD_QUIESCE_DEV (with UBLK_F_USER_RECOVERY).
+	UBLK_F_QUIESCE = 1 << 12
+	// 6.16: each (queue, tag) may have its own daemon task.
+	UBLK_F_PER_IO_DAEMON = 1 << 13
+	// 6.17: REGISTER/UNREGISTER_IO_BUF from any task.
+	UBLK_F_BUF_REG_OFF_DAEMON = 1 << 14
+	// 6.19-7.2: UBLK_U_IO_PREP/COMMIT/FETCH_IO_CMDS, batched I/O commands
+	// in place of FETCH_REQ and COMMIT_AND_FETCH_REQ.
+	UBLK_F_BATCH_IO = 1 << 15
+	// 6.19-7.2: requests with an integrity (metadata) buffer; needs
+	// UBLK_F_USER_COPY.
+	UBLK_F_INTEGRITY = 1 << 16
+	// 6.19-7.2: UBLK_U_CMD_TRY_STOP_DEV stops the device only when no one
+	// has it open.
 	UBLK_F_SAFE_STOP_DEV = 1 << 17
+	// 6.19-7.2: no partition scan when the device starts.
+	UBLK_F_NO_AUTO_PART_SCAN = 1 << 18
+	// 6.19-7.2: shared-memory zero copy through UBLK_U_CMD_REG_BUF.
+	UBLK_F_SHMEM_ZC = 1 << 19
+	// 7.3: the size of ublksrv_io_desc is set by the device info.
+	UBLK_F_IO_DESC_SIZE = 1 << 20
 )
 
 // Device states (ctrl_dev_info.state).

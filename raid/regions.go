@@ -1,0 +1,605 @@
+package raid
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/discard"
+	"uraid/region"
+	"uraid/ublk"
+)
+
+// The array's region map (package region): write intent, so that after a crash only the regions
+// being written are resynced, and trimmed regions, which a check skips and a rebuild trims
+// instead of copying. Every member carries the same map between its superblock and its data; the
+// map's flusher goroutine writes it.
+//
+// Order of things for a write: the regions it touches must be dirty on every member's disk before
+// any copy is written. A write to a region already dirty there (the common case) goes at once; the
+// first write to a clean region parks its request until the flusher's next metadata write, which
+// covers every write that arrived meanwhile, and is resumed on its queue goroutine after it.
+
+// mapAreaOffset is where a member's region map starts: right after its superblock.
+const mapAreaOffset = SuperblockOffset + SuperblockSize
+
+// A region goes back to in sync once no write has ended in it for mapIdle (as md's default bitmap
+// delay): much shorter, and a region written every few seconds bounces between dirty and clean,
+// each bounce a metadata write that a write waits for; much longer, and more regions are resynced
+// after a crash. Lazy work (cleans, trims) reaches the disk every mapTick: it is not urgent, a
+// region dirty on disk costs only a resync after a crash, one not yet marked trimmed only a copy
+// in a rebuild.
+const (
+	mapIdle = region.DefaultIdle
+	mapTick = mapIdle / 2
+)
+
+// maxPendingTrims bounds the discards whose completion the map waits to hear of. A discard that
+// finds the list full is forgotten: its regions stay less trimmed than they could be.
+const maxPendingTrims = 8192
+
+// regions is the array's region map and what serves it.
+//
+// Lock order: mu is never held while calling into the discard engine, a member's I/O or a
+// request's Resume.
+type regions struct {
+	a *Array
+
+	mu   sync.Mutex
+	cond sync.Cond // on mu: the sync lock's writes drained
+	m    *region.Map
+	pend *region.Pending[discard.TrimMark]
+	// waiting lists writes parked until the map generation they need is durable; locked is the
+	// region the sync worker holds against writes (-1: none) and lockWaiters the writes that
+	// arrived for it. Both are linked through tagState.mapNext.
+	waiting     *tagState
+	locked      int
+	lockWaiters *tagState
+	flushErr    error      // the last metadata write's failure, for status
+	fineMaps    [][]uint64 // discarded blocks per region (fineTrim); nil until the first
+	fineBytes   int64
+
+	// resync is true while some region needs resync: reads then look up whether they must come
+	// from the copy a resync copies from. Read without mu on the read path.
+	resync atomic.Bool
+
+	kick     chan struct{} // wakes the flusher: a write waits for a flush
+	quit     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	start    time.Time // zero of the clock Clean is given
+	began    bool      // begin wrote the whole map: the array serves
+
+	// flushMu serializes metadata writes (the map allows one in flight) between the flusher,
+	// begin and stop; it guards blocks and buf.
+	flushMu sync.Mutex
+	blocks  []region.Block
+	buf     []byte // aligned scratch for one block, O_DIRECT-safe
+}
+
+// loadRegions reads the map from every member in slots and merges the copies. An array whose
+// members carry no map (made before region maps, or wiped) gets a new one: every region in sync
+// when the superblocks say the array stopped cleanly, every region dirty (a full resync) when not.
+func loadRegions(a *Array, sb *Superblock) (*regions, error) {
+	area := int64(sb.DataOffset) - mapAreaOffset
+	rs, err := region.ChooseRegionSize(a.m.Size(), area)
+	if err != nil {
+		return nil, err
+	}
+	g := region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.m.Size(), RegionSize: rs}
+	var areas [][]byte
+	for i, mem := range a.members {
+		if mem == nil || !a.active(i) {
+			continue
+		}
+		buf := alignedBytes(int(g.AreaBytes()))
+		if _, err := mem.File.ReadAt(buf, mapAreaOffset); err != nil {
+			return nil, fmt.Errorf("member %s: read region map: %w", mem.Path, err)
+		}
+		areas = append(areas, buf)
+	}
+	m, rep, err := region.Load(sb.ArrayUUID, a.m.Size(), areas)
+	switch {
+	case errors.Is(err, region.ErrNotMap):
+		initial := region.InSync
+		if sb.State == StateDirty {
+			initial = region.Dirty
+		}
+		if m, err = region.New(g, initial); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("region map: %w", err)
+	default:
+		for _, p := range rep.Problems {
+			fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v (its regions count as dirty)\n", a.Name, p)
+		}
+	}
+	return newRegions(a, m), nil
+}
+
+// newRegionMap is the map of a new array: no region holds data of the array's user yet, so every
+// region counts as trimmed: a check has nothing to compare there and a rebuild nothing to copy.
+func newRegionMap(a *Array, sb *Superblock) (*regions, error) {
+	rs, err := region.ChooseRegionSize(a.m.Size(), int64(sb.DataOffset)-mapAreaOffset)
+	if err != nil {
+		return nil, err
+	}
+	m, err := region.New(region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.m.Size(), RegionSize: rs}, region.Trimmed)
+	if err != nil {
+		return nil, err
+	}
+	return newRegions(a, m), nil
+}
+
+func newRegions(a *Array, m *region.Map) *regions {
+	g := &regions{
+		a: a, m: m, locked: -1,
+		pend:   region.NewPending[discard.TrimMark](maxPendingTrims),
+		kick:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		blocks: make([]region.Block, 0, m.Blocks()),
+		buf:    alignedBytes(region.BlockSize),
+	}
+	g.cond.L = &g.mu
+	g.resync.Store(m.Resyncs() > 0)
+	g.start = time.Now()
+	go g.run()
+	return g
+}
+
+// begin writes every block of the map that differs from the members' copies: the whole map when
+// it is new (a new array, or one that had none). The daemon calls it before the device serves;
+// a write that comes first is not lost (the flusher writes the blocks it needs) but the map on
+// disk is whole only from here on.
+func (g *regions) begin() error {
+	g.began = true
+	return g.flush(region.FlushChanged)
+}
+
+// run is the flusher: urgent metadata writes as soon as a write waits for one, lazy ones every
+// mapTick.
+func (g *regions) run() {
+	defer close(g.done)
+	tick := time.NewTicker(mapTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.quit:
+			return
+		case <-g.kick:
+			g.flushLogged(region.FlushUrgent)
+		case <-tick.C:
+			g.lazy(mapIdle)
+			g.flushLogged(region.FlushChanged)
+		}
+	}
+}
+
+func (g *regions) flushLogged(mode region.FlushMode) {
+	if err := g.flush(mode); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+	}
+}
+
+// lazy cleans regions idle for at least idle and marks trimmed the regions whose discards have
+// completed on every copy.
+func (g *regions) lazy(idle time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.m.Clean(time.Since(g.start), idle)
+	g.pend.Poll(g.m, g.a.engine.Trimmed)
+	g.resync.Store(g.m.Resyncs() > 0)
+}
+
+// flush writes what mode asks of the map to every active member, durably, then lets the writes
+// that waited for it go.
+func (g *regions) flush(mode region.FlushMode) error {
+	g.flushMu.Lock()
+	defer g.flushMu.Unlock()
+	for {
+		g.mu.Lock()
+		gen, blocks, err := g.m.Flush(mode, g.blocks[:0])
+		g.mu.Unlock()
+		if err != nil || gen == 0 {
+			return err
+		}
+		wrote := 0
+		for i, mem := range g.a.members {
+			if mem == nil || !g.a.active(i) {
+				continue
+			}
+			if err := g.writeBlocks(mem, blocks); err != nil {
+				// A member that cannot take its metadata is out of the array, as for a
+				// failed data write.
+				g.a.fail(i, fmt.Errorf("write region map: %w", err))
+				continue
+			}
+			wrote++
+		}
+		g.mu.Lock()
+		if wrote == 0 {
+			err = fmt.Errorf("region map generation %d reached no member", gen)
+			g.flushErr = err
+			_ = g.m.FlushFailed(gen)
+			g.mu.Unlock()
+			return err
+		}
+		if g.a.Degraded() {
+			g.m.SetDegraded(true)
+		}
+		_ = g.m.Flushed(gen)
+		g.flushErr = nil
+		durable := g.m.Durable()
+		var ready *tagState
+		for p := &g.waiting; *p != nil; {
+			t := *p
+			if t.mapGen <= durable {
+				*p = t.mapNext
+				t.mapNext = ready
+				ready = t
+				continue
+			}
+			p = &t.mapNext
+		}
+		again := g.m.Urgent()
+		g.mu.Unlock()
+		resumeTags(ready)
+		if !again {
+			return nil
+		}
+		mode = region.FlushUrgent
+	}
+}
+
+// writeBlocks writes the flush's blocks to one member, each durable before the call returns.
+func (g *regions) writeBlocks(m *Member, blocks []region.Block) error {
+	for _, b := range blocks {
+		copy(g.buf, b.Data)
+		n, err := unix.Pwritev2(int(m.File.Fd()), [][]byte{g.buf}, mapAreaOffset+b.Offset, unix.RWF_DSYNC)
+		if err == nil && n != len(g.buf) {
+			err = fmt.Errorf("short write of %d of %d bytes", n, len(g.buf))
+		}
+		if err != nil {
+			return os.NewSyscallError("pwritev2", err)
+		}
+	}
+	return nil
+}
+
+// stop ends the flusher and writes the map one last time. clean (a clean stop: the device is
+// gone, every write ended and every discard drained) first cleans every idle region and marks
+// every completed discard, so that the next assemble resyncs nothing.
+func (g *regions) stop(clean bool) error {
+	g.stopOnce.Do(func() {
+		close(g.quit)
+		<-g.done
+	})
+	if !g.began {
+		return nil // never served: leave the members as they were
+	}
+	if clean {
+		g.lazy(0)
+	}
+	return g.flush(region.FlushChanged)
+}
+
+// resumeTags resumes a list of parked requests, unlinking each before its Resume.
+func resumeTags(t *tagState) {
+	for t != nil {
+		next := t.mapNext
+		t.mapNext = nil
+		t.req.Resume()
+		t = next
+	}
+}
+
+// beginWrite records the write of r in the map (once per request) and reports whether its
+// member writes may be issued: false parks it, to be resumed once the map says its regions are
+// dirty on every member, or the sync worker has let go of its region. Queue goroutine.
+func (g *regions) beginWrite(r *ublk.Request, t *tagState) bool {
+	if t.mapBegun {
+		return true
+	}
+	g.mu.Lock()
+	if g.locked >= 0 && g.touchesLocked(r.Offset, r.Length) {
+		t.mapNext = g.lockWaiters
+		g.lockWaiters = t
+		g.mu.Unlock()
+		return false
+	}
+	g.fineWrite(r.Offset, r.Length)
+	gen, err := g.m.BeginWrite(r.Offset, r.Length)
+	if err != nil {
+		// Outside the array or too many writes at once: neither can come from a queue the array
+		// sized itself, so it is a bug worth a loud failure of this one request.
+		g.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+		t.mapFailed = true
+		return true
+	}
+	t.mapBegun = true
+	if gen == 0 {
+		g.mu.Unlock()
+		return true
+	}
+	t.mapGen = gen
+	t.mapNext = g.waiting
+	g.waiting = t
+	g.mu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default: // a flush is coming anyway
+	}
+	return false
+}
+
+// endWrite records that the write of r is over: ok when every copy it was sent to took it and it
+// was sent to every copy. Queue goroutine.
+func (g *regions) endWrite(r *ublk.Request, t *tagState, ok bool) {
+	if !t.mapBegun {
+		return
+	}
+	t.mapBegun = false
+	g.mu.Lock()
+	if err := g.m.EndWrite(r.Offset, r.Length, ok); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+	}
+	if !ok {
+		g.resync.Store(true)
+	}
+	if g.locked >= 0 {
+		g.cond.Broadcast() // the sync worker may be waiting for the writes on its region to end
+	}
+	g.mu.Unlock()
+}
+
+// touchesLocked reports whether [off, off+n) touches the locked region; mu held.
+func (g *regions) touchesLocked(off, n int64) bool {
+	roff, rn := g.m.Span(g.locked)
+	return off < roff+rn && roff < off+n
+}
+
+// startTrim records a discard's arrival; the map marks its whole regions trimmed once the engine
+// says all its pieces were trimmed (trimQueued). Queue goroutine.
+func (g *regions) startTrim(off, n int64) region.Trim {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t, err := g.m.StartTrim(off, n)
+	if err != nil {
+		return region.Trim{}
+	}
+	g.fineTrim(off, n)
+	return t
+}
+
+func (g *regions) trimQueued(t region.Trim, mark discard.TrimMark) {
+	g.mu.Lock()
+	g.pend.Add(t, mark)
+	g.mu.Unlock()
+}
+
+// needsResync reports whether [off, off+n) must be read from the copy a resync copies from, so
+// that reads of a region whose copies may differ are repeatable.
+func (g *regions) needsResync(off, n int64) bool {
+	if !g.resync.Load() {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.RangeNeedsResync(off, n)
+}
+
+// degraded tells the map that a member is out: no region it leaves dirty is cleaned until the
+// member is back and resynced.
+func (g *regions) degraded() {
+	g.mu.Lock()
+	g.m.SetDegraded(true)
+	g.mu.Unlock()
+}
+
+// RegionCounts is how many regions are in each state.
+type RegionCounts struct {
+	Regions     int   `json:"regions"`
+	RegionBytes int64 `json:"region_bytes"`
+	InSync      int   `json:"in_sync"`
+	Dirty       int   `json:"dirty"`
+	Trimmed     int   `json:"trimmed"`
+	// NeedResync counts regions whose copies may differ and that a resync must copy.
+	NeedResync int `json:"need_resync"`
+}
+
+func (g *regions) counts() RegionCounts {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return RegionCounts{
+		Regions: g.m.Regions(), RegionBytes: g.m.RegionSize(),
+		InSync: g.m.Count(region.InSync), Dirty: g.m.Count(region.Dirty), Trimmed: g.m.Count(region.Trimmed),
+		NeedResync: g.m.Resyncs(),
+	}
+}
+
+// lock holds region r against writes for the sync worker: writes that arrive park, and lock
+// returns once the writes in flight there have ended, with the region's span.
+func (g *regions) lock(r int) (off, n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.locked = r
+	for g.m.InFlight(r) > 0 {
+		g.cond.Wait()
+	}
+	return g.m.Span(r)
+}
+
+// unlock lets the writes that waited for the locked region go.
+func (g *regions) unlock() {
+	g.mu.Lock()
+	g.locked = -1
+	t := g.lockWaiters
+	g.lockWaiters = nil
+	g.mu.Unlock()
+	resumeTags(t)
+}
+
+func (g *regions) needResync() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.Resyncs() > 0
+}
+
+func (g *regions) nextResync(from int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.ResyncFrom(from)
+}
+
+func (g *regions) stillNeedsResync(r int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.NeedsResync(r)
+}
+
+// resynced records that region r's copies agree; its data is durable on every copy.
+func (g *regions) resynced(r int) {
+	g.mu.Lock()
+	g.m.Resynced(r)
+	g.mu.Unlock()
+}
+
+// resyncDone says the resync found nothing more to do.
+func (g *regions) resyncDone() {
+	g.mu.Lock()
+	g.resync.Store(g.m.Resyncs() > 0)
+	g.mu.Unlock()
+}
+
+func (g *regions) regionCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.Regions()
+}
+
+func (g *regions) trimmed(r int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.State(r) == region.Trimmed
+}
+
+// setCursor checkpoints the sync worker; it reaches the disk with a lazy flush.
+func (g *regions) setCursor(c region.Cursor) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.m.SetCursor(c); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+	}
+}
+
+// Discarded bytes, to the block. A region is trimmed in the map only when a discard covered it
+// whole; a check must also leave out the smaller discarded extents inside live regions (the free
+// space between a filesystem's files, after fstrim), whose contents each drive returns its own
+// way. fine keeps them in memory, per region a bitmap of fineUnit blocks discarded and not
+// written since, within a budget: past it, or after a restart, such blocks are compared like any
+// other and may count as mismatches.
+const (
+	fineUnit   = 4096
+	fineBudget = 64 << 20 // bytes of bitmaps
+)
+
+// fineTrim records the blocks [off, off+n) covers whole as discarded; mu held.
+func (g *regions) fineTrim(off, n int64) {
+	lo, hi := (off+fineUnit-1)/fineUnit, (off+n)/fineUnit
+	per := g.m.RegionSize() / fineUnit
+	for b := lo; b < hi; {
+		r := int(b / per)
+		bm := g.fine(r, true)
+		end := min(hi, int64(r+1)*per)
+		if bm == nil {
+			b = end
+			continue
+		}
+		for ; b < end; b++ {
+			i := b - int64(r)*per
+			bm[i>>6] |= 1 << (i & 63)
+		}
+	}
+}
+
+// fineWrite forgets the discarded blocks a write of [off, off+n) touches; mu held.
+func (g *regions) fineWrite(off, n int64) {
+	if g.fineBytes == 0 {
+		return
+	}
+	lo, hi := off/fineUnit, (off+n+fineUnit-1)/fineUnit
+	per := g.m.RegionSize() / fineUnit
+	for b := lo; b < hi; {
+		r := int(b / per)
+		end := min(hi, int64(r+1)*per)
+		if bm := g.fine(r, false); bm != nil {
+			for i := b - int64(r)*per; i < end-int64(r)*per; i++ {
+				bm[i>>6] &^= 1 << (i & 63)
+			}
+		}
+		b = end
+	}
+}
+
+// fine returns region r's bitmap, making it if make and the budget allows; mu held.
+func (g *regions) fine(r int, make_ bool) []uint64 {
+	if g.fineMaps == nil {
+		if !make_ {
+			return nil
+		}
+		g.fineMaps = make([][]uint64, g.m.Regions())
+	}
+	if bm := g.fineMaps[r]; bm != nil || !make_ {
+		return bm
+	}
+	words := (g.m.RegionSize()/fineUnit + 63) / 64
+	if g.fineBytes+words*8 > fineBudget {
+		return nil
+	}
+	g.fineBytes += words * 8
+	g.fineMaps[r] = make([]uint64, words)
+	return g.fineMaps[r]
+}
+
+// differing counts the bytes in which a and b, two copies of the array's bytes from logical on,
+// differ, leaving out blocks discarded and not written since the array started.
+func (g *regions) differing(logical int64, a, b []byte) int64 {
+	if bytes.Equal(a, b) {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	per := g.m.RegionSize() / fineUnit
+	var d int64
+	for i := 0; i < len(a); {
+		pos := logical + int64(i)
+		end := min(len(a), i+int(fineUnit-pos%fineUnit))
+		if !bytes.Equal(a[i:end], b[i:end]) {
+			blk := pos / fineUnit
+			r := int(blk / per)
+			skip := false
+			if bm := g.fine(r, false); bm != nil && end-i == fineUnit {
+				k := blk - int64(r)*per
+				skip = bm[k>>6]&(1<<(k&63)) != 0
+			}
+			if !skip {
+				for k := i; k < end; k++ {
+					if a[k] != b[k] {
+						d++
+					}
+				}
+			}
+		}
+		i = end
+	}
+	return d
+}

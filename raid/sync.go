@@ -1,0 +1,529 @@
+package raid
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/discard"
+	"uraid/internal/clock"
+	"uraid/mapping"
+	"uraid/region"
+)
+
+// The sync worker brings and keeps the copies of a mirrored array in step, one region at a time,
+// in the background, while the array serves I/O:
+//
+//   - resync, after an unclean stop (a crash, a killed daemon) or a write that failed on a copy:
+//     only the regions the region map says need it, from the first working copy of each piece (the
+//     copy reads of such a region are served from meanwhile) to the others;
+//   - check: every region that is not trimmed, every copy read and compared with the first,
+//     bytes discarded since the array started and not written since left out (their contents are
+//     whatever each drive returns for a trimmed block);
+//   - repair: a check that rewrites what differs from the first copy.
+//
+// A region being worked on is locked against writes: the worker waits for the writes in flight
+// there to end, and writes that arrive meanwhile park until it is done, so a copy never goes
+// stale under the worker. Its member I/O is admitted by the discard engine like any other, so it
+// never reads bytes with a TRIM pending nor writes under a TRIM in flight. It yields to user I/O
+// (SyncOptions), and its progress is checkpointed in the map's cursor: a resync interrupted by a
+// crash or a stop resumes where it stopped.
+
+// Sync actions, as status reports them.
+const (
+	SyncIdle   = "idle"
+	SyncResync = "resync"
+	SyncCheck  = "check"
+	SyncRepair = "repair"
+)
+
+// Rates of the sync worker in bytes per second.
+const (
+	// DefaultSyncFloor is the rate a job keeps to while the array serves I/O, so that it always
+	// progresses and takes little from the user: md's default speed_limit_min.
+	DefaultSyncFloor = 1 << 20
+	// syncStep is the most the worker reads per member I/O.
+	syncStep = 256 << 10
+	// maxMismatchRegions bounds the mismatching regions a check lists (it counts them all).
+	maxMismatchRegions = 64
+	// userIdle is how long the array must see no user I/O before a job runs faster than its floor.
+	userIdle = 200 * time.Millisecond
+)
+
+// ErrSyncBusy means a job is already running on the array.
+var ErrSyncBusy = errors.New("a sync job is running")
+
+// SyncOptions shapes a job.
+type SyncOptions struct {
+	// MaxRate caps the job's rate while the array is otherwise idle (0: no cap).
+	MaxRate int64
+	// Floor is the rate it keeps to while the array serves I/O (0: DefaultSyncFloor), and
+	// never goes below.
+	Floor int64
+}
+
+// SyncStatus is the sync worker's state, as status and detail show it.
+type SyncStatus struct {
+	Action        string `json:"action"` // idle, resync, check or repair
+	DoneBytes     int64  `json:"done_bytes"`
+	TotalBytes    int64  `json:"total_bytes"`
+	RateBytesPerS int64  `json:"rate_bytes_per_s"`
+	MismatchBytes int64  `json:"mismatch_bytes"`
+	// RepairedBytes counts the bytes a repair rewrote.
+	RepairedBytes int64 `json:"repaired_bytes"`
+	// MismatchRegions lists the first regions a check found copies differing in.
+	MismatchRegions []int `json:"mismatch_regions,omitempty"`
+	// Waiting says why a resync that is needed does not run ("" when none is needed or it runs).
+	Waiting string `json:"waiting,omitempty"`
+	// Last is the outcome of the last job that ended.
+	Last *SyncResult `json:"last,omitempty"`
+}
+
+// SyncResult is how a job ended.
+type SyncResult struct {
+	Action          string    `json:"action"`
+	Ended           time.Time `json:"ended"`
+	Seconds         float64   `json:"seconds"`
+	DoneBytes       int64     `json:"done_bytes"`
+	MismatchBytes   int64     `json:"mismatch_bytes"`
+	RepairedBytes   int64     `json:"repaired_bytes"`
+	MismatchRegions []int     `json:"mismatch_regions,omitempty"`
+	Cancelled       bool      `json:"cancelled"`
+	Error           string    `json:"error,omitempty"`
+}
+
+// syncer runs an array's sync jobs, one at a time.
+type syncer struct {
+	a     *Array
+	g     *regions
+	clock clock.Clock
+
+	mu   sync.Mutex // guards cur, last, wait and the current job's regions list
+	cur  *syncJob
+	last *SyncResult
+	wait string
+	wg   sync.WaitGroup
+}
+
+// syncJob is one resync, check or repair.
+type syncJob struct {
+	action  string
+	opts    SyncOptions
+	cancel  chan struct{}
+	start   time.Time
+	regions []int // mismatching regions, guarded by syncer.mu
+
+	total                    int64
+	done, mismatch, repaired atomic.Int64
+
+	// Owned by the job's goroutine.
+	pieces      []mapping.Piece
+	bufs        [][]byte
+	rd          discard.Read
+	wr          discard.Write
+	resumed     chanWaiter
+	lastUser    uint64    // user I/O count at the last look
+	lastBusy    time.Time // when user I/O was last seen
+	windowStart time.Time
+	windowBytes int64
+}
+
+// chanWaiter is a discard.Waiter for a goroutine that may block: Resume leaves a token.
+type chanWaiter chan struct{}
+
+func (c chanWaiter) Resume() {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func newSyncer(a *Array, g *regions) *syncer {
+	c := a.opts.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	return &syncer{a: a, g: g, clock: c}
+}
+
+// StartSync starts a check (repair: and repair) with opts. It refuses while another job runs, and
+// a check while a resync is needed: the copies of those regions are known to differ until it
+// has run.
+func (a *Array) StartSync(action string, opts SyncOptions) error {
+	if a.syncer == nil {
+		return fmt.Errorf("array %s: level %s has no copies to compare", a.Name, a.sb.Level.ShortName())
+	}
+	switch action {
+	case SyncCheck, SyncRepair:
+	default:
+		return fmt.Errorf("array %s: sync action %q: use check or repair", a.Name, action)
+	}
+	if a.regions.needResync() {
+		return fmt.Errorf("array %s: %w: a resync is needed first (its regions' copies are known to differ); it runs by itself once every member is back", a.Name, ErrSyncBusy)
+	}
+	return a.syncer.start(action, opts, 0)
+}
+
+// CancelSync stops the running job, if any, and waits until it has; a resync resumes at the
+// next start of the array.
+func (a *Array) CancelSync() bool {
+	if a.syncer == nil {
+		return false
+	}
+	return a.syncer.stop()
+}
+
+// SyncStatus reports the sync worker's state.
+func (a *Array) SyncStatus() SyncStatus {
+	if a.syncer == nil {
+		return SyncStatus{Action: SyncIdle}
+	}
+	return a.syncer.status()
+}
+
+// WaitSync blocks until no job runs.
+func (a *Array) WaitSync() {
+	if a.syncer != nil {
+		a.syncer.wg.Wait()
+	}
+}
+
+// resyncIfNeeded starts a resync when some region needs one, from where an interrupted one
+// stopped.
+func (s *syncer) resyncIfNeeded() {
+	if !s.g.needResync() {
+		return
+	}
+	if s.a.Degraded() {
+		s.mu.Lock()
+		s.wait = "a member is missing or failed: the regions written meanwhile are resynced when it is back"
+		s.mu.Unlock()
+		return
+	}
+	from := 0
+	s.g.mu.Lock()
+	if c := s.g.m.Cursor(); c.Action == region.ActionResync {
+		from = c.Position
+	}
+	s.g.mu.Unlock()
+	if err := s.start(SyncResync, SyncOptions{}, from); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: resync: %v\n", s.a.Name, err)
+	}
+}
+
+func (s *syncer) start(action string, opts SyncOptions, from int) error {
+	if opts.Floor <= 0 {
+		opts.Floor = DefaultSyncFloor
+	}
+	if opts.MaxRate > 0 && opts.MaxRate < opts.Floor {
+		opts.Floor = opts.MaxRate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil {
+		return fmt.Errorf("array %s: %w (%s); cancel it first: uraid check --cancel %s", s.a.Name, ErrSyncBusy, s.cur.action, s.a.Name)
+	}
+	j := &syncJob{action: action, opts: opts, cancel: make(chan struct{}), start: s.clock.Now(), resumed: make(chanWaiter, 1)}
+	j.rd.Waiter, j.wr.Waiter = j.resumed, j.resumed
+	j.lastUser = s.a.userIO()
+	s.g.mu.Lock()
+	rs := s.g.m.RegionSize()
+	if action == SyncResync {
+		j.total = int64(s.g.m.Resyncs()) * rs
+	} else {
+		j.total = int64(s.g.m.Regions()-s.g.m.Count(region.Trimmed)) * rs
+	}
+	s.g.mu.Unlock()
+	j.total = min(j.total, s.a.m.Size())
+	s.cur, s.wait = j, ""
+	s.wg.Add(1)
+	go s.run(j, from)
+	return nil
+}
+
+func (s *syncer) stop() bool {
+	s.mu.Lock()
+	j := s.cur
+	s.mu.Unlock()
+	if j == nil {
+		return false
+	}
+	close(j.cancel)
+	s.wg.Wait()
+	return true
+}
+
+func (s *syncer) status() SyncStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := SyncStatus{Action: SyncIdle, Waiting: s.wait, Last: s.last}
+	if j := s.cur; j != nil {
+		st.Action = j.action
+		st.DoneBytes, st.TotalBytes = j.done.Load(), j.total
+		st.MismatchBytes, st.RepairedBytes = j.mismatch.Load(), j.repaired.Load()
+		st.MismatchRegions = append([]int(nil), j.regions...)
+		if el := s.clock.Now().Sub(j.start).Seconds(); el > 0 {
+			st.RateBytesPerS = int64(float64(st.DoneBytes) / el)
+		}
+	}
+	return st
+}
+
+// run is the job's goroutine.
+func (s *syncer) run(j *syncJob, from int) {
+	defer s.wg.Done()
+	err := s.work(j, from)
+	cancelled := errors.Is(err, errCancelled)
+	res := &SyncResult{
+		Action: j.action, Ended: s.clock.Now(), Seconds: s.clock.Now().Sub(j.start).Seconds(),
+		DoneBytes: j.done.Load(), MismatchBytes: j.mismatch.Load(), RepairedBytes: j.repaired.Load(),
+		Cancelled: cancelled,
+	}
+	if err != nil && !cancelled {
+		res.Error = err.Error()
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %s failed: %v\n", s.a.Name, j.action, err)
+	} else if !cancelled {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %s done: %d bytes, %d mismatching, %d repaired\n",
+			s.a.Name, j.action, res.DoneBytes, res.MismatchBytes, res.RepairedBytes)
+	}
+	s.mu.Lock()
+	res.MismatchRegions = j.regions
+	s.cur, s.last = nil, res
+	s.mu.Unlock()
+	if !cancelled {
+		s.g.setCursor(region.Cursor{}) // done (or failed): nothing to resume
+	}
+}
+
+var errCancelled = errors.New("cancelled")
+
+func (s *syncer) work(j *syncJob, from int) error {
+	if j.action == SyncResync {
+		// ResyncFrom wraps around once, so regions below an old cursor that were written since
+		// are found too; the scan ends when none is left.
+		for r := s.g.nextResync(from); r >= 0; r = s.g.nextResync(r + 1) {
+			if err := s.region(j, r); err != nil {
+				return err
+			}
+			s.g.setCursor(region.Cursor{Action: region.ActionResync, Position: r + 1})
+		}
+		s.g.resyncDone()
+		return nil
+	}
+	n := s.g.regionCount()
+	for r := from; r < n; r++ {
+		if s.g.trimmed(r) {
+			continue
+		}
+		if err := s.region(j, r); err != nil {
+			return err
+		}
+		s.g.setCursor(region.Cursor{Action: region.ActionCheck, Position: r + 1})
+	}
+	return nil
+}
+
+// region resyncs, checks or repairs region r with writes to it locked out.
+func (s *syncer) region(j *syncJob, r int) error {
+	select {
+	case <-j.cancel:
+		return errCancelled
+	default:
+	}
+	off, n := s.g.lock(r)
+	defer s.g.unlock()
+	if j.action == SyncResync && !s.g.stillNeedsResync(r) {
+		return nil // trimmed whole since, or resynced by a rebuild
+	}
+	for pos := off; pos < off+n; pos += syncStep {
+		step := min(int64(syncStep), off+n-pos)
+		var err error
+		j.pieces, err = s.a.m.Read(pos, step, j.pieces[:0])
+		if err != nil {
+			return err
+		}
+		for i := range j.pieces {
+			if err := s.piece(j, r, &j.pieces[i]); err != nil {
+				return err
+			}
+		}
+		j.done.Add(step)
+		if err := s.pace(j, step); err != nil {
+			return err
+		}
+	}
+	if j.action == SyncResync {
+		if err := s.a.Flush(); err != nil { // the copies are durable before the map says so
+			return err
+		}
+		s.g.resynced(r)
+	}
+	return nil
+}
+
+// piece works on one piece of a region: its copies on the working members, the first of which
+// is the one resync and repair copy from.
+func (s *syncer) piece(j *syncJob, r int, p *mapping.Piece) error {
+	for {
+		var copies [mapping.MaxCopies]mapping.Extent
+		k := 0
+		for _, e := range p.Copies[:p.N] {
+			if s.a.active(e.Member) {
+				copies[k] = e
+				k++
+			}
+		}
+		if k < 2 {
+			return nil // nothing to keep in step with
+		}
+		err := s.compare(j, r, copies[:k], p.Logical)
+		var rf readFailure
+		if errors.As(err, &rf) {
+			s.a.fail(rf.member, rf.err) // try again with the copies left
+			continue
+		}
+		return err
+	}
+}
+
+// readFailure is a member read that failed: the member is failed and the piece tried again.
+type readFailure struct {
+	member int
+	err    error
+}
+
+func (e readFailure) Error() string { return fmt.Sprintf("member %d: %v", e.member, e.err) }
+
+// compare reads copies (all of them for a check, the first for a resync), compares and copies
+// as the job asks. Member reads and writes are admitted by the discard engine.
+func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int64) error {
+	n := copies[0].Length
+	read := 1
+	if j.action != SyncResync {
+		read = len(copies)
+	}
+	for len(j.bufs) < len(copies) {
+		j.bufs = append(j.bufs, alignedBytes(syncStep))
+	}
+	j.rd.Reset()
+	for _, e := range copies[:read] {
+		j.rd.Add(discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
+	}
+	for !s.a.engine.BeginRead(&j.rd, 0) {
+		<-j.resumed
+	}
+	var rerr error
+	for i, e := range copies[:read] {
+		buf := j.bufs[i][:n]
+		if err := s.pread(e, buf); err != nil && rerr == nil {
+			rerr = readFailure{member: e.Member, err: err}
+		}
+		s.a.engine.EndRead(&j.rd, i)
+	}
+	if rerr != nil {
+		return rerr
+	}
+	src := j.bufs[0][:n]
+	var targets []mapping.Extent
+	switch j.action {
+	case SyncResync:
+		targets = copies[1:]
+	default:
+		for i := 1; i < len(copies); i++ {
+			d := s.g.differing(logical, src, j.bufs[i][:n])
+			if d == 0 {
+				continue
+			}
+			j.mismatch.Add(d)
+			s.mu.Lock()
+			if len(j.regions) < maxMismatchRegions && (len(j.regions) == 0 || j.regions[len(j.regions)-1] != r) {
+				j.regions = append(j.regions, r)
+			}
+			s.mu.Unlock()
+			if j.action == SyncRepair {
+				targets = append(targets, copies[i])
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	j.wr.Reset()
+	for _, e := range targets {
+		j.wr.Ranges = append(j.wr.Ranges, discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
+	}
+	for !s.a.engine.BeginWrite(&j.wr) {
+		<-j.resumed
+	}
+	for i, e := range targets {
+		if err := s.pwrite(e, src); err != nil {
+			s.a.fail(e.Member, err) // that copy is out; the others are in step
+		} else if j.action == SyncRepair {
+			j.repaired.Add(n)
+		}
+		s.a.engine.EndWrite(&j.wr, i)
+	}
+	return nil
+}
+
+func (s *syncer) pread(e mapping.Extent, buf []byte) error {
+	m := s.a.members[e.Member]
+	got, err := unix.Pread(int(m.File.Fd()), buf, s.a.dataOff[e.Member]+e.Offset)
+	if err == nil && got != len(buf) {
+		err = unix.EIO
+	}
+	s.a.accountSync(e.Member, false, int64(len(buf)), err)
+	if err != nil {
+		return os.NewSyscallError("pread", err)
+	}
+	return nil
+}
+
+func (s *syncer) pwrite(e mapping.Extent, buf []byte) error {
+	m := s.a.members[e.Member]
+	got, err := unix.Pwrite(int(m.File.Fd()), buf, s.a.dataOff[e.Member]+e.Offset)
+	if err == nil && got != len(buf) {
+		err = unix.EIO
+	}
+	s.a.accountSync(e.Member, true, int64(len(buf)), err)
+	if err != nil {
+		return os.NewSyscallError("pwrite", err)
+	}
+	return nil
+}
+
+// pace keeps the job to its floor while the array serves user I/O and to its cap otherwise, and
+// answers a cancel.
+func (s *syncer) pace(j *syncJob, n int64) error {
+	now := s.clock.Now()
+	if user := s.a.userIO(); user != j.lastUser {
+		j.lastUser, j.lastBusy = user, now
+	}
+	rate := j.opts.MaxRate
+	if !j.lastBusy.IsZero() && now.Sub(j.lastBusy) < userIdle {
+		rate = j.opts.Floor
+	}
+	if j.windowStart.IsZero() || now.Sub(j.windowStart) > time.Second {
+		j.windowStart, j.windowBytes = now, 0
+	}
+	j.windowBytes += n
+	if rate <= 0 {
+		return nil
+	}
+	due := time.Duration(float64(j.windowBytes) / float64(rate) * float64(time.Second))
+	if wait := due - now.Sub(j.windowStart); wait > 0 {
+		t := s.clock.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C():
+		case <-j.cancel:
+			return errCancelled
+		}
+	}
+	return nil
+}
