@@ -277,9 +277,10 @@ func processName(pid int) string {
 func stopUnused(c *control, id uint32, flags uint64) error {
 	path := blockPath(id)
 	claim, err := claimUnused(path)
-	if errors.Is(err, os.ErrNotExist) {
-		// The disk is gone already (the kernel removes it on its own when a server without
-		// user recovery dies): nothing can have it open. STOP_DEV finishes the job.
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENXIO) {
+		// The disk is gone already, or going (the kernel removes it on its own when a server
+		// without user recovery dies; later kernels then refuse opens with ENXIO): nothing can
+		// have it open. STOP_DEV finishes the job.
 		return c.stopDev(id)
 	}
 	if err != nil {
