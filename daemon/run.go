@@ -43,6 +43,9 @@ var Version = "(devel)"
 
 // Config says how a daemon serves its array.
 type Config struct {
+	// Members are the member paths as create or assemble were given them (spares among them),
+	// which a successor assembles from; when empty, the array's members in their slots.
+	Members []string
 	// Options are the array's serving options; Run records them for its successors.
 	Options raid.Options
 	// Supervised says a supervisor (systemd) runs this daemon in the foreground and starts it
@@ -231,10 +234,12 @@ func executable() string {
 }
 
 func newRecord(a *raid.Array, cfg Config) *Record {
-	var members []string
-	for _, m := range a.Members() {
-		if m != nil {
-			members = append(members, m.Path)
+	members := cfg.Members
+	if len(members) == 0 {
+		for _, m := range a.Members() {
+			if m != nil {
+				members = append(members, m.Path)
+			}
 		}
 	}
 	return &Record{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ const (
 	MemberActive MemberState = iota
 	MemberFailed
 	MemberMissing
+	// MemberRebuilding is a member whose data is being rebuilt: it takes writes and discards,
+	// and serves no reads until the rebuild ends.
+	MemberRebuilding
 )
 
 func (s MemberState) String() string {
@@ -32,6 +36,8 @@ func (s MemberState) String() string {
 		return "failed"
 	case MemberMissing:
 		return "missing"
+	case MemberRebuilding:
+		return "rebuilding"
 	}
 	return fmt.Sprintf("state(%d)", int32(s))
 }
@@ -43,8 +49,25 @@ type Array struct {
 	sb   Superblock // the newest superblock; sbMu guards its Events and State
 	sbMu sync.Mutex
 
-	m       *mapping.Map
-	members []*Member // by slot; nil when missing
+	m *mapping.Map
+	// members holds the device of each slot (nil when missing). A slot's pointer changes only
+	// while the slot is out of service (failed or missing), under membersMu, before its state
+	// says it serves again: the I/O path reads it only for members in service. spares are the
+	// hot spares, under membersMu.
+	members   []*Member
+	spares    []*Member
+	membersMu sync.Mutex
+	// onFail, when set, hears of a member that failed (from its own goroutine).
+	onFail func(slot int)
+	// shadows[i] is slot i's replacement during a replace: every write to slot i reaches it too.
+	// shadowMembers mirrors it under membersMu for status; retired holds descriptors let go
+	// of while requests prepared with them may be in flight, closed with the array.
+	shadows       []atomic.Pointer[Member]
+	shadowMembers []*Member
+	retired       []*Member
+	// adminMu serializes membership changes (fail, remove, add, replace, spares).
+	adminMu sync.Mutex
+	closing atomic.Bool
 	state   []atomic.Int32
 	stats   []memberStats
 	gran    []mapping.Granularity
@@ -124,12 +147,25 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 			delete(byPath, ms.Path)
 		}
 	}
+	var spares []*Member
+	for _, ms := range asm.Spares {
+		spares = append(spares, byPath[ms.Path])
+		delete(byPath, ms.Path)
+	}
+	replacing := map[uint32]*Member{}
+	for _, ms := range asm.Replacing {
+		replacing[ms.SB.Index] = byPath[ms.Path]
+		delete(byPath, ms.Path)
+	}
 	for _, m := range byPath { // stale members take no part
 		m.Close()
 	}
-	a, err := newArray(asm.Newest, members, o, false)
+	a, err := newArray(asm.Newest, members, o, layout{rebuilding: asm.Rebuilding, spares: spares, replacing: replacing})
 	if err != nil {
-		for _, m := range members {
+		for _, m := range replacing {
+			spares = append(spares, m)
+		}
+		for _, m := range append(members, spares...) {
 			if m != nil {
 				m.Close()
 			}
@@ -139,14 +175,31 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	return a, nil
 }
 
-// NewArray serves members just written by Create.
+// NewArray serves members just written by Create (spares among them).
 func NewArray(members []*Member, sbs []*Superblock, o Options) (*Array, error) {
-	return newArray(*sbs[0], members, o, true)
+	var slots, spares []*Member
+	for i, m := range members {
+		if sbs[i].Role == RoleSpare {
+			spares = append(spares, m)
+		} else {
+			slots = append(slots, m)
+		}
+	}
+	return newArray(*sbs[0], slots, o, layout{fresh: true, spares: spares})
 }
 
-// newArray serves members; fresh says they were just created, so the region map starts anew
-// rather than being read from them.
-func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, error) {
+// layout is what newArray must know beyond the slots: whether the members were just created (the
+// region map starts anew rather than being read from them), which slots are being rebuilt, and
+// the spares.
+type layout struct {
+	fresh      bool
+	rebuilding []uint32
+	spares     []*Member
+	replacing  map[uint32]*Member // slot -> its replacement, of a replace under way
+}
+
+// newArray serves members.
+func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, error) {
 	m, err := MapOf(&sb)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
@@ -162,12 +215,18 @@ func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, 
 		dataOff:  make([]int64, len(members)),
 		tags:     make([][]tagState, o.Queues),
 		readTurn: make([]uint32, o.Queues),
+		shadows:  make([]atomic.Pointer[Member], len(members)),
+
+		shadowMembers: make([]*Member, len(members)),
 	}
 	for i, mem := range members {
 		a.dataOff[i] = int64(sb.DataOffset)
 		if mem == nil {
 			a.state[i].Store(int32(MemberMissing))
 			continue
+		}
+		if slices.Contains(l.rebuilding, uint32(i)) {
+			a.state[i].Store(int32(MemberRebuilding))
 		}
 		if mem.DiscardGranularity > 0 {
 			// mapping wants the alignment in data space: shift the device's by the data offset.
@@ -190,14 +249,15 @@ func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, 
 	}
 	a.engine = e
 	for i := range members {
-		if !a.active(i) {
+		if MemberState(a.state[i].Load()) == MemberMissing {
 			e.Fail(i) // no reads steered to a missing member, no TRIMs queued for it
 		}
 	}
+	a.spares = l.spares
 	// A clean stop marks the members clean; dirty ones were not stopped.
 	a.unclean.Store(sb.State == StateDirty)
 	if sb.Level.Redundant() {
-		if fresh {
+		if l.fresh {
 			a.regions, err = newRegionMap(a, &sb)
 		} else {
 			a.regions, err = loadRegions(a, &sb)
@@ -210,6 +270,10 @@ func newArray(sb Superblock, members []*Member, o Options, fresh bool) (*Array, 
 			a.regions.degraded()
 		}
 		a.syncer = newSyncer(a, a.regions)
+		a.onFail = a.activateSpare
+		for slot, m := range l.replacing {
+			a.shadowSet(int(slot), m)
+		}
 	}
 	return a, nil
 }
@@ -290,7 +354,7 @@ func (a *Array) MarkDirty() error {
 	if err := a.writeSuperblocks(StateDirty); err != nil {
 		return err
 	}
-	if a.syncer != nil {
+	if a.syncer != nil && !a.syncer.resumeRebuild() {
 		a.syncer.resyncIfNeeded() // after a crash, the regions being written then
 	}
 	return nil
@@ -320,8 +384,10 @@ func (a *Array) writeSuperblocks(st State) error {
 	a.sb.State = st
 	a.sb.UpdateTime = time.Now().UnixNano()
 	var errs []error
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
 	for i, m := range a.members {
-		if m == nil || MemberState(a.state[i].Load()) != MemberActive {
+		if m == nil || !a.writable(i) {
 			continue
 		}
 		sb, err := ReadSuperblock(m.File)
@@ -330,31 +396,59 @@ func (a *Array) writeSuperblocks(st State) error {
 			continue
 		}
 		sb.Events, sb.State, sb.UpdateTime = a.sb.Events, st, a.sb.UpdateTime
+		sb.Role = RoleActive
+		if MemberState(a.state[i].Load()) == MemberRebuilding {
+			sb.Role = RoleRebuilding
+		}
 		if err := WriteSuperblock(m.File, sb); err != nil {
 			a.fail(i, err)
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
 		}
 	}
+	// Spares carry the events too, so that a spare of this array is told apart from one of an
+	// older incarnation; their failure only drops them.
+	for _, sp := range a.spares {
+		sb, err := ReadSuperblock(sp.File)
+		if err == nil {
+			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index = a.sb.Events, st, a.sb.UpdateTime, RoleSpare, 0
+			err = WriteSuperblock(sp.File, sb)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spare %s: %w", sp.Path, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// writable reports whether member i takes writes: active, or being rebuilt.
+func (a *Array) writable(i int) bool {
+	s := MemberState(a.state[i].Load())
+	return s == MemberActive || s == MemberRebuilding
 }
 
 // fail takes member i out of service after an I/O error: no more reads or writes go to it, and
 // the engine drops its queued TRIMs.
 func (a *Array) fail(i int, err error) {
-	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) {
+	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) ||
+		a.state[i].CompareAndSwap(int32(MemberRebuilding), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
 		a.engine.Fail(i)
 		if a.regions != nil {
 			a.regions.degraded() // what is written from now on must reach the member when it is back
 		}
+		if a.onFail != nil {
+			go a.onFail(i) // a hot spare may take its place; never on the queue goroutine
+		}
 	}
 }
 
-// Flush makes every write so far durable on every active member.
+// Flush makes every write so far durable on every member that takes writes.
 func (a *Array) Flush() error {
 	var errs []error
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
 	for i, m := range a.members {
-		if m == nil || MemberState(a.state[i].Load()) != MemberActive {
+		if m == nil || !a.writable(i) {
 			continue
 		}
 		if err := m.File.Sync(); err != nil {
@@ -366,6 +460,9 @@ func (a *Array) Flush() error {
 
 // Close stops the discard engine and releases the members. The device must be stopped first.
 func (a *Array) Close() error {
+	a.closing.Store(true)
+	a.adminMu.Lock() // a membership change in progress finishes first
+	a.adminMu.Unlock()
 	var errs []error
 	if a.regions != nil {
 		a.syncer.stop()
@@ -374,9 +471,13 @@ func (a *Array) Close() error {
 	if a.engine != nil {
 		errs = append(errs, a.engine.Close()) // and the members' TRIM issuers
 	}
-	for _, m := range a.members {
-		if m != nil {
-			errs = append(errs, m.Close())
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
+	for _, list := range [][]*Member{a.members, a.spares, a.shadowMembers, a.retired} {
+		for _, m := range list {
+			if m != nil {
+				errs = append(errs, m.Close())
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -29,6 +29,15 @@ type Assembly struct {
 	// Stale lists the given members whose event count is behind Newest:
 	// they missed writes and must be rebuilt before they serve reads.
 	Stale []MemberSB
+	// Spares lists the given spares of the array (RoleSpare): they take no
+	// slot until a member fails.
+	Spares []MemberSB
+	// Rebuilding lists the slots whose member is being rebuilt
+	// (RoleRebuilding): it takes writes, not reads, until its rebuild ends.
+	Rebuilding []uint32
+	// Replacing lists the replacements of a replace under way: a member
+	// being rebuilt into a slot whose own member is still in it.
+	Replacing []MemberSB
 }
 
 // Degraded reports whether some slot has no current member.
@@ -101,12 +110,28 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		}
 	}
 	slots := make([][]MemberSB, ref.Members)
+	var spares []MemberSB
 	for _, m := range group {
+		if m.SB.Role == RoleSpare {
+			spares = append(spares, m)
+			continue
+		}
 		if m.SB.Index < ref.Members {
 			slots[m.SB.Index] = append(slots[m.SB.Index], m)
 		}
 	}
+	var replacing []MemberSB
 	for i, claim := range slots {
+		if len(claim) == 2 && (claim[0].SB.Role == RoleRebuilding) != (claim[1].SB.Role == RoleRebuilding) {
+			// A replace under way: the slot's member and, being rebuilt beside it, its
+			// replacement.
+			if claim[0].SB.Role == RoleRebuilding {
+				claim[0], claim[1] = claim[1], claim[0]
+			}
+			replacing = append(replacing, claim[1])
+			slots[i] = claim[:1]
+			continue
+		}
 		if len(claim) > 1 {
 			errs = append(errs, duplicateIndexError(uint32(i), claim))
 		}
@@ -115,7 +140,12 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		return nil, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
 	}
 
-	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members)}
+	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members), Spares: spares}
+	for _, m := range replacing {
+		if m.SB.Events >= ref.Events { // a stale replacement starts over as a spare would
+			a.Replacing = append(a.Replacing, m)
+		}
+	}
 	for i, claim := range slots {
 		switch {
 		case len(claim) == 0:
@@ -124,6 +154,9 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 			a.Stale = append(a.Stale, claim[0])
 		default:
 			a.Members[i] = claim[0]
+			if claim[0].SB.Role == RoleRebuilding {
+				a.Rebuilding = append(a.Rebuilding, uint32(i))
+			}
 		}
 	}
 	if !a.Degraded() {

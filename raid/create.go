@@ -23,6 +23,9 @@ type CreateOptions struct {
 	Size int64
 	// Members are the member paths, in slot order.
 	Members []string
+	// Spares are hot spares: each takes a failed member's place by itself. They get a superblock
+	// of the array and hold no data until then.
+	Spares []string
 	// Force overwrites members that carry a uraid superblock or a filesystem.
 	Force bool
 }
@@ -39,9 +42,10 @@ var (
 	ErrBadGeometry   = errors.New("invalid geometry")
 )
 
-// Create checks every member and the geometry, and only when all is well creates the missing
-// member files and writes a superblock to every member. When it refuses, no member has been
-// touched. The members are returned open and locked; the caller serves or closes them.
+// Create checks every member and spare and the geometry, and only when all is well creates the
+// missing member files and writes a superblock to every member. When it refuses, no member has
+// been touched. The members are returned open and locked, slots first and then spares, with
+// their superblocks (a spare's Role says so); the caller serves or closes them.
 func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 	if err := ValidateName(o.Name); err != nil {
 		return nil, nil, err
@@ -60,7 +64,8 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 	var missing []string
 	var found []os.FileInfo
 	var foundPath []string
-	for _, p := range o.Members {
+	all := append(append([]string(nil), o.Members...), o.Spares...)
+	for _, p := range all {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return fail(fmt.Errorf("member %s: %w", p, err))
@@ -86,7 +91,7 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 		}
 		found, foundPath = append(found, fi), append(foundPath, p)
 	}
-	for _, p := range o.Members {
+	for _, p := range all {
 		if contains(missing, p) {
 			continue
 		}
@@ -100,9 +105,20 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 		}
 	}
 
-	dataSize, err := dataSizeOf(&o, members)
+	var slotMembers []*Member
+	for _, m := range members {
+		if contains(o.Members, m.Path) {
+			slotMembers = append(slotMembers, m)
+		}
+	}
+	dataSize, err := dataSizeOf(&o, slotMembers)
 	if err != nil {
 		return fail(err)
+	}
+	for _, m := range members {
+		if !contains(o.Members, m.Path) && m.Size < DefaultDataOffset+dataSize {
+			return fail(fmt.Errorf("spare %s: %w: %d bytes, the array's members need %d; give a larger spare", m.Path, ErrTooSmall, m.Size, DefaultDataOffset+dataSize))
+		}
 	}
 	if _, err := geometryMap(&o, dataSize); err != nil {
 		return fail(err)
@@ -121,14 +137,22 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 		byPath[p] = m
 		members = append(members, m)
 	}
-	ordered := make([]*Member, len(o.Members))
-	for i, p := range o.Members {
+	ordered := make([]*Member, len(all))
+	for i, p := range all {
 		ordered[i] = byPath[p]
 	}
 	members = ordered
 	sbs, err := newSuperblocks(&o, dataSize)
 	if err != nil {
 		return fail(err)
+	}
+	for range o.Spares {
+		sp := *sbs[0]
+		if sp.MemberUUID, err = NewUUID(); err != nil {
+			return fail(err)
+		}
+		sp.Index, sp.Role = 0, RoleSpare
+		sbs = append(sbs, &sp)
 	}
 	for i, m := range members {
 		if err := WriteSuperblock(m.File, sbs[i]); err != nil {

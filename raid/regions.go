@@ -95,7 +95,7 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 	g := region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.m.Size(), RegionSize: rs}
 	var areas [][]byte
 	for i, mem := range a.members {
-		if mem == nil || !a.active(i) {
+		if mem == nil || !a.writable(i) {
 			continue
 		}
 		buf := alignedBytes(int(g.AreaBytes()))
@@ -107,8 +107,10 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 	m, rep, err := region.Load(sb.ArrayUUID, a.m.Size(), areas)
 	switch {
 	case errors.Is(err, region.ErrNotMap):
+		// Without a map nothing says what was written while a member was away, or what was
+		// being written when the array stopped uncleanly: then every region must be resynced.
 		initial := region.InSync
-		if sb.State == StateDirty {
+		if sb.State == StateDirty || a.Degraded() {
 			initial = region.Dirty
 		}
 		if m, err = region.New(g, initial); err != nil {
@@ -199,9 +201,37 @@ func (g *regions) lazy(idle time.Duration) {
 	g.resync.Store(g.m.Resyncs() > 0)
 }
 
+// writeWhole writes a whole copy of the map to every member and to m, a device about to join.
+func (g *regions) writeWhole(m *Member) error {
+	return g.flushTo(region.FlushAll, m)
+}
+
+// rejoin is called when every member is in service again after the array was degraded: the map
+// goes whole to every member, then it may clean again. twoCopies (raid10, a two-way raid1) says
+// a rebuild just made the one copy it wrote agree with the one it read, so the regions written
+// while degraded need no resync; wider mirrors are resynced.
+func (g *regions) rejoin(twoCopies bool) error {
+	if err := g.flushTo(region.FlushAll, nil); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.m.SetDegraded(false)
+	if twoCopies {
+		for r := g.m.NextResync(0); r >= 0; r = g.m.NextResync(r + 1) {
+			g.m.Resynced(r)
+		}
+	}
+	g.resync.Store(g.m.Resyncs() > 0)
+	g.mu.Unlock()
+	return g.flush(region.FlushChanged)
+}
+
 // flush writes what mode asks of the map to every active member, durably, then lets the writes
 // that waited for it go.
-func (g *regions) flush(mode region.FlushMode) error {
+func (g *regions) flush(mode region.FlushMode) error { return g.flushTo(mode, nil) }
+
+// flushTo is flush, writing also to extra (a device about to join) when it is not nil.
+func (g *regions) flushTo(mode region.FlushMode, extra *Member) error {
 	g.flushMu.Lock()
 	defer g.flushMu.Unlock()
 	for {
@@ -212,8 +242,26 @@ func (g *regions) flush(mode region.FlushMode) error {
 			return err
 		}
 		wrote := 0
-		for i, mem := range g.a.members {
-			if mem == nil || !g.a.active(i) {
+		g.a.membersMu.Lock()
+		members := append([]*Member(nil), g.a.members...)
+		shadows := append([]*Member(nil), g.a.shadowMembers...)
+		g.a.membersMu.Unlock()
+		if extra != nil {
+			if err := g.writeBlocks(extra, blocks); err != nil {
+				g.mu.Lock()
+				_ = g.m.FlushFailed(gen)
+				g.mu.Unlock()
+				return fmt.Errorf("member %s: write region map: %w", extra.Path, err)
+			}
+			extra = nil // once: later rounds carry only what changed since
+		}
+		for _, sh := range shadows {
+			if sh != nil {
+				_ = g.writeBlocks(sh, blocks) // a replacement's failure shows in its writes
+			}
+		}
+		for i, mem := range members {
+			if mem == nil || !g.a.writable(i) {
 				continue
 			}
 			if err := g.writeBlocks(mem, blocks); err != nil {

@@ -34,6 +34,8 @@ type Status struct {
 	// in progress and the last one's outcome, for arrays with copies (raid1, raid10).
 	Regions *RegionCounts `json:"regions,omitempty"`
 	Sync    *SyncStatus   `json:"sync,omitempty"`
+	// Spares lists the hot spares' paths.
+	Spares []string `json:"spares,omitempty"`
 
 	// Unclean is true when this run started from an unclean end of the last (a daemon killed
 	// or failed, members left dirty). Resync then says what became of the regions whose copies
@@ -44,11 +46,13 @@ type Status struct {
 
 // MemberStatus is one member slot.
 type MemberStatus struct {
-	Path      string `json:"path"`
-	Index     int    `json:"index"`
-	State     string `json:"state"` // active, failed or missing
-	Kind      string `json:"kind"`  // file or block
-	SizeBytes int64  `json:"size_bytes"`
+	Path  string `json:"path"`
+	Index int    `json:"index"`
+	State string `json:"state"` // active, failed, missing or rebuilding
+	// Replacement is the device a replace is rebuilding this member onto.
+	Replacement string `json:"replacement,omitempty"`
+	Kind        string `json:"kind"` // file or block
+	SizeBytes   int64  `json:"size_bytes"`
 	// DiscardGranularity is the unit the member trims in, 0 when it cannot discard: its share of
 	// every discard is then skipped.
 	DiscardGranularity int64 `json:"discard_granularity"`
@@ -140,8 +144,16 @@ func (a *Array) Status(device string, pid int) Status {
 		}
 	}
 	ds := a.engine.Stats()
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
+	for _, sp := range a.spares {
+		st.Spares = append(st.Spares, sp.Path)
+	}
 	for i, m := range a.members {
 		ms := MemberStatus{Index: i, State: MemberState(a.state[i].Load()).String()}
+		if sh := a.shadowMembers[i]; sh != nil {
+			ms.Replacement = sh.Path
+		}
 		if i < len(ds) {
 			ms.Discard = ds[i]
 		}

@@ -40,7 +40,8 @@ import (
 //	   112    8 event counter, bumped on every superblock update
 //	   120    8 creation time, Unix nanoseconds
 //	   128    8 update time, Unix nanoseconds
-//	   136 3956 reserved for later minor versions, written as zero
+//	   136    1 role (minor 1): 0 in its slot, 1 spare, 2 being rebuilt into its slot
+//	   137 3955 reserved for later minor versions, written as zero
 //	  4092    4 CRC32C (Castagnoli) of bytes 0-4091
 //
 // The magic, the major version and the checksum keep their positions in
@@ -64,7 +65,7 @@ const (
 	// become version 2 when an array of them first runs.
 	VersionMajor    = 2
 	MinVersionMajor = 1
-	VersionMinor    = 0 // fields added in reserved space bump this
+	VersionMinor    = 1 // fields added in reserved space bump this; 1 added the role
 
 	DefaultDataOffset = 1 << 20 // data starts 1 MiB in, as in md 1.2
 	DataOffsetAlign   = 1 << 20 // aligns data to any sector, page or discard granularity
@@ -112,7 +113,8 @@ const (
 	offEvents     = 112
 	offCreateTime = 120
 	offUpdateTime = 128
-	offReserved   = 136
+	offRole       = 136
+	offReserved   = 137
 	offChecksum   = SuperblockSize - 4
 )
 
@@ -135,6 +137,10 @@ type Superblock struct {
 	State      State
 	CreateTime int64 // Unix nanoseconds
 	UpdateTime int64 // Unix nanoseconds
+	// Role says what the member is to the array: in its slot (Index), a spare waiting for a slot
+	// (Index is then 0 and means nothing), or being rebuilt into slot Index (its data there is
+	// not whole yet: the region map's cursor says how far the rebuild got).
+	Role Role
 }
 
 // ValidateName reports whether name can be an array name: it ends up in
@@ -229,6 +235,12 @@ func (sb *Superblock) validate() error {
 	if !sb.State.Valid() {
 		return fmt.Errorf("unknown state code %d", uint8(sb.State))
 	}
+	if !sb.Role.Valid() {
+		return fmt.Errorf("unknown role code %d (written by a newer uraid? upgrade it)", uint8(sb.Role))
+	}
+	if sb.Role == RoleSpare && sb.Index != 0 {
+		return fmt.Errorf("spare with member index %d: a spare has no slot, its index is 0", sb.Index)
+	}
 	return nil
 }
 
@@ -273,6 +285,7 @@ func (sb *Superblock) marshalInto(block []byte) error {
 	le.PutUint64(block[offEvents:], sb.Events)
 	le.PutUint64(block[offCreateTime:], uint64(sb.CreateTime))
 	le.PutUint64(block[offUpdateTime:], uint64(sb.UpdateTime))
+	block[offRole] = byte(sb.Role)
 	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], crc32cTable))
 	return nil
 }
@@ -327,6 +340,7 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 	d.Events = le.Uint64(block[offEvents:])
 	d.CreateTime = int64(le.Uint64(block[offCreateTime:]))
 	d.UpdateTime = int64(le.Uint64(block[offUpdateTime:]))
+	d.Role = Role(block[offRole])
 	if err := d.Validate(); err != nil {
 		return err
 	}

@@ -103,3 +103,30 @@ func (s State) String() string {
 func (s State) Valid() bool {
 	return s == StateClean || s == StateDirty
 }
+
+// Role is what a member is to its array (superblock minor version 1; zero in older members, which
+// are all in their slots).
+type Role uint8
+
+// Member roles.
+const (
+	RoleActive     Role = 0 // in its slot, in step with the others
+	RoleSpare      Role = 1 // waiting to take a failed member's place
+	RoleRebuilding Role = 2 // in its slot, its data being rebuilt
+)
+
+// String returns "active", "spare" or "rebuilding".
+func (r Role) String() string {
+	switch r {
+	case RoleActive:
+		return "active"
+	case RoleSpare:
+		return "spare"
+	case RoleRebuilding:
+		return "rebuilding"
+	}
+	return fmt.Sprintf("role(%d)", uint8(r))
+}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return r <= RoleRebuilding }

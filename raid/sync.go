@@ -69,11 +69,13 @@ type SyncOptions struct {
 
 // SyncStatus is the sync worker's state, as status and detail show it.
 type SyncStatus struct {
-	Action        string `json:"action"` // idle, resync, check or repair
-	DoneBytes     int64  `json:"done_bytes"`
-	TotalBytes    int64  `json:"total_bytes"`
-	RateBytesPerS int64  `json:"rate_bytes_per_s"`
-	MismatchBytes int64  `json:"mismatch_bytes"`
+	Action string `json:"action"` // idle, resync, check, repair or rebuild
+	// Member is the slot a rebuild fills.
+	Member        *int  `json:"member,omitempty"`
+	DoneBytes     int64 `json:"done_bytes"`
+	TotalBytes    int64 `json:"total_bytes"`
+	RateBytesPerS int64 `json:"rate_bytes_per_s"`
+	MismatchBytes int64 `json:"mismatch_bytes"`
 	// RepairedBytes counts the bytes a repair rewrote.
 	RepairedBytes int64 `json:"repaired_bytes"`
 	// MismatchRegions lists the first regions a check found copies differing in.
@@ -103,6 +105,9 @@ type syncer struct {
 	g     *regions
 	clock clock.Clock
 
+	// rebuildOpts paces rebuilds (set by the daemon from its options).
+	rebuildOpts SyncOptions
+
 	mu   sync.Mutex // guards cur, last, wait and the current job's regions list
 	cur  *syncJob
 	last *SyncResult
@@ -113,6 +118,7 @@ type syncer struct {
 // syncJob is one resync, check or repair.
 type syncJob struct {
 	action  string
+	target  rebuildTarget // SyncRebuild
 	opts    SyncOptions
 	cancel  chan struct{}
 	start   time.Time
@@ -193,6 +199,35 @@ func (a *Array) WaitSync() {
 	}
 }
 
+// resumeRebuild restarts the rebuild of a slot found being rebuilt (or replaced) at assembly,
+// from the map's checkpoint when it is that rebuild's. It reports whether one was started.
+func (s *syncer) resumeRebuild() bool {
+	a := s.a
+	for i := range a.members {
+		sh := a.shadows[i].Load()
+		if MemberState(a.state[i].Load()) != MemberRebuilding && sh == nil {
+			continue
+		}
+		t := rebuildTarget{slot: i, dev: a.members[i]}
+		if sh != nil {
+			t = rebuildTarget{slot: i, dev: sh, shadow: true}
+		}
+		from := 0
+		s.g.mu.Lock()
+		if c := s.g.m.Cursor(); c.Action == region.ActionRebuild && int(c.Member) == i {
+			from = c.Position
+		}
+		s.g.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s resumes at region %d\n", a.Name, i, t.dev.Path, from)
+		if err := s.startRebuild(t, from); err != nil {
+			fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild: %v\n", a.Name, err)
+			return false
+		}
+		return true
+	}
+	return false
+}
+
 // resyncIfNeeded starts a resync when some region needs one, from where an interrupted one
 // stopped.
 func (s *syncer) resyncIfNeeded() {
@@ -217,6 +252,45 @@ func (s *syncer) resyncIfNeeded() {
 }
 
 func (s *syncer) start(action string, opts SyncOptions, from int) error {
+	return s.startJob(action, opts, from, rebuildTarget{})
+}
+
+// startRebuild starts the rebuild of t from region from.
+func (s *syncer) startRebuild(t rebuildTarget, from int) error {
+	return s.startJob(SyncRebuild, s.rebuildOpts, from, t)
+}
+
+// busyWith names the running job, "" when none.
+func (s *syncer) busyWith() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return ""
+	}
+	return s.cur.action
+}
+
+// yieldTo stops a running check or resync so that a job of action can run: a rebuild comes
+// first (a resync resumes after it). A running rebuild does not yield.
+func (s *syncer) yieldTo(action string) error {
+	if cur := s.busyWith(); cur == SyncRebuild {
+		return fmt.Errorf("array %s: %w (a rebuild); wait for it or fail its member", s.a.Name, ErrSyncBusy)
+	}
+	s.stop()
+	return nil
+}
+
+// cancelRebuildOf stops a rebuild into slot i.
+func (s *syncer) cancelRebuildOf(i int) {
+	s.mu.Lock()
+	j := s.cur
+	s.mu.Unlock()
+	if j != nil && j.action == SyncRebuild && j.target.slot == i {
+		s.stop()
+	}
+}
+
+func (s *syncer) startJob(action string, opts SyncOptions, from int, t rebuildTarget) error {
 	if opts.Floor <= 0 {
 		opts.Floor = DefaultSyncFloor
 	}
@@ -228,7 +302,7 @@ func (s *syncer) start(action string, opts SyncOptions, from int) error {
 	if s.cur != nil {
 		return fmt.Errorf("array %s: %w (%s); cancel it first: uraid check --cancel %s", s.a.Name, ErrSyncBusy, s.cur.action, s.a.Name)
 	}
-	j := &syncJob{action: action, opts: opts, cancel: make(chan struct{}), start: s.clock.Now(), resumed: make(chanWaiter, 1)}
+	j := &syncJob{action: action, target: t, opts: opts, cancel: make(chan struct{}), start: s.clock.Now(), resumed: make(chanWaiter, 1)}
 	j.rd.Waiter, j.wr.Waiter = j.resumed, j.resumed
 	j.lastUser = s.a.userIO()
 	s.g.mu.Lock()
@@ -239,6 +313,9 @@ func (s *syncer) start(action string, opts SyncOptions, from int) error {
 		j.total = int64(s.g.m.Regions()-s.g.m.Count(region.Trimmed)) * rs
 	}
 	s.g.mu.Unlock()
+	if action == SyncRebuild {
+		j.total = s.a.m.Size()
+	}
 	j.total = min(j.total, s.a.m.Size())
 	s.cur, s.wait = j, ""
 	s.wg.Add(1)
@@ -264,6 +341,10 @@ func (s *syncer) status() SyncStatus {
 	st := SyncStatus{Action: SyncIdle, Waiting: s.wait, Last: s.last}
 	if j := s.cur; j != nil {
 		st.Action = j.action
+		if j.action == SyncRebuild {
+			slot := j.target.slot
+			st.Member = &slot
+		}
 		st.DoneBytes, st.TotalBytes = j.done.Load(), j.total
 		st.MismatchBytes, st.RepairedBytes = j.mismatch.Load(), j.repaired.Load()
 		st.MismatchRegions = append([]int(nil), j.regions...)
@@ -298,11 +379,17 @@ func (s *syncer) run(j *syncJob, from int) {
 	if !cancelled {
 		s.g.setCursor(region.Cursor{}) // done (or failed): nothing to resume
 	}
+	if j.action == SyncRebuild && !cancelled && err == nil {
+		s.resyncIfNeeded() // members of a wider mirror may still differ where the array was degraded
+	}
 }
 
 var errCancelled = errors.New("cancelled")
 
 func (s *syncer) work(j *syncJob, from int) error {
+	if j.action == SyncRebuild {
+		return s.rebuild(j, j.target, from)
+	}
 	if j.action == SyncResync {
 		// ResyncFrom wraps around once, so regions below an old cursor that were written since
 		// are found too; the scan ends when none is left.

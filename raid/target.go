@@ -27,6 +27,7 @@ type tagState struct {
 	exts    []mapping.Extent // WRITE and FLUSH: one per member I/O
 	write   discard.Write    // WRITE: one range per extent (empty for a member out of service)
 	failed  []bool           // WRITE: which extents failed
+	shadow  []*Member        // WRITE: the replacement an extent goes to, nil for a slot's own
 	disc    discard.Discard  // DISCARD: the member ranges handed to the engine
 	pending int              // member I/Os not yet reaped
 	err     int32            // first negative errno, or 0
@@ -49,6 +50,7 @@ func (t *tagState) init() {
 	t.exts = make([]mapping.Extent, 0, tagPrealloc)
 	t.write.Ranges = make([]discard.Range, 0, tagPrealloc)
 	t.failed = make([]bool, 0, tagPrealloc)
+	t.shadow = make([]*Member, 0, tagPrealloc)
 	t.disc.Ranges = make([]discard.Range, 0, tagPrealloc)
 }
 
@@ -201,15 +203,28 @@ func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 		return
 	}
 	t.failed = t.failed[:0]
+	t.shadow = t.shadow[:0]
 	t.write.Reset()
 	t.write.Waiter = r
 	for _, e := range t.exts {
 		rg := discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
-		if !a.active(e.Member) {
+		if !a.writable(e.Member) {
 			rg.Len = 0 // nothing goes to a member out of service
 		}
 		t.failed = append(t.failed, rg.Len == 0)
+		t.shadow = append(t.shadow, nil)
 		t.write.Ranges = append(t.write.Ranges, rg)
+	}
+	// A slot being replaced: its writes reach the replacement too, as extra extents that the
+	// discard engine does not know (the replacement gets no TRIMs) and that do not count for the
+	// write's result (the slot's own device is the copy until the swap).
+	for i, n := 0, len(t.exts); i < n; i++ {
+		if sh := a.shadows[t.exts[i].Member].Load(); sh != nil && !t.failed[i] {
+			t.exts = append(t.exts, t.exts[i])
+			t.failed = append(t.failed, false)
+			t.shadow = append(t.shadow, sh)
+			t.write.Ranges = append(t.write.Ranges, discard.Range{Member: t.exts[i].Member})
+		}
 	}
 	a.admitWrite(r, t)
 }
@@ -234,7 +249,11 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 			continue
 		}
 		buf := r.Buf[e.Logical-r.Offset : e.Logical-r.Offset+e.Length]
-		if err := r.PrepWrite(a.fd(e.Member), buf, a.dataOff[e.Member]+e.Offset, r.FUA, uint32(i)); err != nil {
+		fd := a.fd(e.Member)
+		if sh := t.shadow[i]; sh != nil {
+			fd = int(sh.File.Fd())
+		}
+		if err := r.PrepWrite(fd, buf, a.dataOff[e.Member]+e.Offset, r.FUA, uint32(i)); err != nil {
 			a.engine.EndWrite(&t.write, i)
 			t.failed[i] = true
 			continue
@@ -247,7 +266,7 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 func (a *Array) serveFlush(r *ublk.Request, t *tagState) {
 	t.exts = t.exts[:0]
 	for i := range a.members {
-		if !a.active(i) {
+		if !a.writable(i) {
 			continue
 		}
 		t.exts = append(t.exts, mapping.Extent{Member: i})
@@ -256,6 +275,14 @@ func (a *Array) serveFlush(r *ublk.Request, t *tagState) {
 			continue
 		}
 		t.pending++
+		if sh := a.shadows[i].Load(); sh != nil {
+			// A flush of the replacement too: its writes are durable by the swap. Its failure
+			// is the replace's, not the request's (Reap tells by Member -1).
+			t.exts = append(t.exts, mapping.Extent{Member: -1 - i})
+			if r.PrepFsync(int(sh.File.Fd()), true, uint32(len(t.exts)-1)) == nil {
+				t.pending++
+			}
+		}
 	}
 	a.finishIfDone(r, t)
 }
@@ -269,7 +296,7 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 	}
 	t.disc.Ranges = t.disc.Ranges[:0]
 	for _, e := range exts {
-		if !a.active(e.Member) {
+		if !a.writable(e.Member) {
 			continue
 		}
 		t.disc.Ranges = append(t.disc.Ranges, discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
@@ -315,6 +342,12 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		e := t.exts[i]
 		a.engine.EndWrite(&t.write, i)
 		err := ioResult(res, e.Length)
+		if t.shadow[i] != nil {
+			if err != nil {
+				a.replacementFailed(e.Member, t.shadow[i], err)
+			}
+			break
+		}
 		a.account(e.Member, ublk.OpWrite, e.Length, err)
 		if err != nil {
 			t.failed[i] = true
@@ -322,8 +355,14 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 			a.fail(e.Member, err)
 		}
 	case ublk.OpFlush:
-		if res < 0 {
-			a.fail(t.exts[i].Member, unix.Errno(-res))
+		if m := t.exts[i].Member; m < 0 {
+			if res < 0 {
+				if sh := a.shadows[-1-m].Load(); sh != nil {
+					a.replacementFailed(-1-m, sh, unix.Errno(-res))
+				}
+			}
+		} else if res < 0 {
+			a.fail(m, unix.Errno(-res))
 			t.err = res
 		}
 	}
@@ -339,8 +378,8 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 		res := a.writeResult(r, t)
 		if a.regions != nil {
 			ok := true
-			for _, f := range t.failed {
-				ok = ok && !f
+			for i, f := range t.failed {
+				ok = ok && (!f || t.shadow[i] != nil)
 			}
 			a.regions.endWrite(r, t, ok)
 		}
@@ -374,7 +413,7 @@ func (a *Array) writeResult(r *ublk.Request, t *tagState) int32 {
 		}
 		saved := false
 		for j, o := range t.exts {
-			if j != i && !t.failed[j] && o.Logical == e.Logical {
+			if j != i && !t.failed[j] && t.shadow[j] == nil && o.Logical == e.Logical {
 				saved = true
 				break
 			}

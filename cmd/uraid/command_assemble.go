@@ -56,7 +56,7 @@ with the options the array ran with. That is what a supervisor restarting a fail
 				return err
 			}
 			if o.serve.foreground {
-				return serveHere(cmd, a, &o.serve, nil, o.degraded)
+				return serveHere(cmd, a, members, &o.serve, nil, o.degraded)
 			}
 			a.Close()
 			return serveDetached(cmd, name, members, &o.serve, o.degraded)
@@ -112,7 +112,7 @@ func newServeCommand() *cobra.Command {
 				n.Failed(err)
 				return err
 			}
-			return serveHere(cmd, a, &o.serve, n, o.degraded)
+			return serveHere(cmd, a, args[1:], &o.serve, n, o.degraded)
 		},
 	}
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "")

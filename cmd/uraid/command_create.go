@@ -88,7 +88,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 			}
 			return err
 		}
-		return serveHere(cmd, a, &o.serve, nil, false)
+		return serveHere(cmd, a, members, &o.serve, nil, false)
 	}
 	// The daemon assembles the members itself; ours must let go of them first.
 	for _, m := range ms {

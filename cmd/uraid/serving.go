@@ -155,11 +155,11 @@ func spawn(name string, args []string) (string, error) {
 func (f *serveFlags) supervised() bool { return f.foreground && os.Getenv("NOTIFY_SOCKET") != "" }
 
 // serveHere runs the array in this process until it is stopped.
-func serveHere(cmd *cobra.Command, a *raid.Array, f *serveFlags, n *daemon.Notifier, degraded bool) error {
+func serveHere(cmd *cobra.Command, a *raid.Array, members []string, f *serveFlags, n *daemon.Notifier, degraded bool) error {
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	cfg := daemon.Config{Options: f.options(degraded), Supervised: f.supervised()}
+	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised()}
 	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
 }
 

@@ -1,0 +1,623 @@
+package raid
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"uraid/discard"
+	"uraid/internal/blkdiscard"
+	"uraid/mapping"
+	"uraid/region"
+)
+
+// Membership changes of a running mirrored array, as mdadm's operators know them: fail, remove,
+// add (a spare, a new member for an empty slot, or a member that left coming back), replace, and
+// hot spares that take a failed member's place by themselves.
+//
+// A rebuild fills a slot's device online, region by region, with writes to the region locked out
+// while it is copied (as resync does), and every write from the start of the rebuild reaching the
+// new device too. It copies only live regions: a region the map says is trimmed holds nothing of
+// the user's, so it is trimmed on the new device instead. A member coming back after it left
+// gets only the regions written meanwhile (the map keeps them dirty while the array is degraded).
+// The progress is checkpointed in the map's cursor and the new device's superblock says it is
+// being rebuilt, so a rebuild interrupted by a crash or a stop resumes where it was.
+//
+// A replace rebuilds onto the new device while the old one still serves; at the end the new
+// device takes the old one's file descriptor number (dup3), so that no request prepared with the
+// old number can reach a closed or reused descriptor, and the old device is let go.
+
+// SyncRebuild is the sync action of a rebuild.
+const SyncRebuild = "rebuild"
+
+// Errors of membership changes; the messages say what to do.
+var (
+	ErrNotInArray  = errors.New("is not in the array")
+	ErrLastCopy    = errors.New("holds the last copy of some data")
+	ErrInService   = errors.New("is in service")
+	ErrNoRedundacy = errors.New("has no redundancy")
+)
+
+// rebuildTarget is what a rebuild fills.
+type rebuildTarget struct {
+	slot int
+	dev  *Member // the device written: the slot's own, or the replacement (shadow)
+	// shadow: a replace, the slot's old device still serving beside dev.
+	shadow bool
+	// onlyResync: a member that comes back; only the regions written while it was away.
+	onlyResync bool
+}
+
+// slotOf returns the slot whose device is at path, -1 when none.
+func (a *Array) slotOf(path string) int {
+	for i, m := range a.members {
+		if m != nil && samePath(m.Path, path) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *Array) redundant() error {
+	if !a.sb.Level.Redundant() {
+		return fmt.Errorf("array %s: %w: level %s keeps one copy of each byte; members cannot change while it runs",
+			a.Name, ErrNoRedundacy, a.sb.Level.ShortName())
+	}
+	return nil
+}
+
+// FailMember takes the member at path out of service, as an I/O error would: it gets no more
+// reads or writes and a hot spare, if any, takes its place. It refuses the last copy of some
+// data.
+func (a *Array) FailMember(path string) error {
+	if err := a.redundant(); err != nil {
+		return err
+	}
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	i := a.slotOf(path)
+	if i < 0 {
+		return fmt.Errorf("array %s: %s %w (members: %s)", a.Name, path, ErrNotInArray, a.memberList())
+	}
+	if !a.writable(i) {
+		return nil // failed already
+	}
+	if MemberState(a.state[i].Load()) == MemberActive && !a.readableWithout(i) {
+		return fmt.Errorf("array %s: member %s %w: failing it would lose data; add a member first", a.Name, path, ErrLastCopy)
+	}
+	a.syncer.cancelRebuildOf(i)
+	a.fail(i, errors.New("failed by the administrator"))
+	return a.writeSuperblocks(StateDirty) // it reads as stale from now on
+}
+
+// readableWithout reports whether every byte keeps a working copy without member i.
+func (a *Array) readableWithout(i int) bool {
+	old := a.state[i].Load()
+	a.state[i].Store(int32(MemberFailed))
+	ok := a.readable()
+	a.state[i].Store(old)
+	return ok
+}
+
+// RemoveMember lets go of a failed member or a spare: its device is closed and its slot is left
+// empty for a new member. An active member must be failed first.
+func (a *Array) RemoveMember(path string) error {
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	a.membersMu.Lock()
+	for k, sp := range a.spares {
+		if samePath(sp.Path, path) {
+			a.spares = slices.Delete(a.spares, k, k+1)
+			a.membersMu.Unlock()
+			return sp.Close()
+		}
+	}
+	a.membersMu.Unlock()
+	i := a.slotOf(path)
+	if i < 0 {
+		return fmt.Errorf("array %s: %s %w (members: %s)", a.Name, path, ErrNotInArray, a.memberList())
+	}
+	if a.writable(i) {
+		return fmt.Errorf("array %s: member %s %w: fail it first (uraid fail %s %s)", a.Name, path, ErrInService, a.Name, path)
+	}
+	a.membersMu.Lock()
+	m := a.members[i]
+	a.members[i] = nil
+	a.state[i].Store(int32(MemberMissing))
+	a.membersMu.Unlock()
+	return m.Close()
+}
+
+// AddMember adds the device at path: a member of this array that left comes back with only the
+// regions written meanwhile resynced; a blank device fills an empty (or failed) slot by a
+// rebuild, or becomes a spare when no slot is empty. It returns what became of it.
+func (a *Array) AddMember(path string, force bool) (string, error) {
+	if err := a.redundant(); err != nil {
+		return "", err
+	}
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	if a.slotOf(path) >= 0 && a.writable(a.slotOf(path)) {
+		return "", fmt.Errorf("array %s: %s is a member already", a.Name, path)
+	}
+	m, err := OpenMember(path)
+	if err != nil {
+		return "", err
+	}
+	need := int64(a.sb.DataOffset + a.sb.DataSize)
+	if m.Size < need {
+		m.Close()
+		return "", fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, ErrTooSmall, m.Size, need)
+	}
+	sb, err := ReadSuperblock(m.File)
+	readd := -1
+	switch {
+	case err == nil && sb.ArrayUUID == a.sb.ArrayUUID:
+		if sb.Role != RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
+			readd = int(sb.Index) // it left and comes back to its slot
+		}
+	case err == nil && !force:
+		m.Close()
+		return "", fmt.Errorf("array %s: %s: %w of array %q (%s); give --force to use it here, losing what it holds",
+			a.Name, path, ErrHasSuperblock, sb.Name, sb.ArrayUUID)
+	case err != nil && !errors.Is(err, ErrNotMember) && !force:
+		m.Close()
+		return "", fmt.Errorf("array %s: %s: %w; give --force to overwrite it", a.Name, path, err)
+	}
+	if err == nil && readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != RoleSpare {
+		m.Close()
+		return "", fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
+	}
+	if fs := filesystemOn(m.File); fs != "" && err != nil && !force {
+		m.Close()
+		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, ErrHasFilesystem, fs)
+	}
+	if readd >= 0 {
+		if err := a.startRebuild(readd, m, false, true); err != nil {
+			m.Close()
+			return "", err
+		}
+		return fmt.Sprintf("re-added as member %d: the regions written since it left are resynced", readd), nil
+	}
+	slot := a.emptySlot()
+	if slot < 0 {
+		if err := a.writeSpare(m); err != nil {
+			m.Close()
+			return "", err
+		}
+		a.membersMu.Lock()
+		a.spares = append(a.spares, m)
+		a.membersMu.Unlock()
+		return "added as a spare", nil
+	}
+	if err := a.startRebuild(slot, m, false, false); err != nil {
+		m.Close()
+		return "", err
+	}
+	return fmt.Sprintf("added as member %d: rebuilding", slot), nil
+}
+
+// ReplaceMember rebuilds a copy of the member at old onto the blank device at new while old still
+// serves, then puts new in its place and lets old go: the array keeps its redundancy throughout.
+func (a *Array) ReplaceMember(old, new string, force bool) error {
+	if err := a.redundant(); err != nil {
+		return err
+	}
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	i := a.slotOf(old)
+	if i < 0 {
+		return fmt.Errorf("array %s: %s %w (members: %s)", a.Name, old, ErrNotInArray, a.memberList())
+	}
+	if MemberState(a.state[i].Load()) != MemberActive {
+		return fmt.Errorf("array %s: member %s is %v: add the new device instead (uraid add %s %s)", a.Name, old, MemberState(a.state[i].Load()), a.Name, new)
+	}
+	m, err := OpenMember(new)
+	if err != nil {
+		return err
+	}
+	need := int64(a.sb.DataOffset + a.sb.DataSize)
+	if m.Size < need {
+		m.Close()
+		return fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, new, ErrTooSmall, m.Size, need)
+	}
+	if err := checkFresh(m, force); err != nil {
+		m.Close()
+		return err
+	}
+	if err := a.startRebuild(i, m, true, false); err != nil {
+		m.Close()
+		return err
+	}
+	return nil
+}
+
+// emptySlot returns a slot with no member in service, -1 when none.
+func (a *Array) emptySlot() int {
+	for i := range a.members {
+		if !a.writable(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *Array) memberList() string {
+	var ps []string
+	for _, m := range a.members {
+		if m != nil {
+			ps = append(ps, m.Path)
+		}
+	}
+	return fmt.Sprint(ps)
+}
+
+// writeSpare gives m a spare's superblock of this array.
+func (a *Array) writeSpare(m *Member) error {
+	sb := a.Superblock()
+	id, err := NewUUID()
+	if err != nil {
+		return err
+	}
+	sb.MemberUUID, sb.Index, sb.Role = id, 0, RoleSpare
+	return WriteSuperblock(m.File, &sb)
+}
+
+// startRebuild puts m in slot i (or beside it, shadow) and starts the rebuild; adminMu held.
+func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
+	if a.syncer.busyWith() != "" {
+		if err := a.syncer.yieldTo(SyncRebuild); err != nil {
+			return err
+		}
+	}
+	sb := a.Superblock()
+	sb.Index, sb.Role = uint32(i), RoleRebuilding
+	if !onlyResync {
+		id, err := NewUUID()
+		if err != nil {
+			return err
+		}
+		sb.MemberUUID = id
+	} else if old, err := ReadSuperblock(m.File); err == nil {
+		sb.MemberUUID = old.MemberUUID
+	}
+	if err := WriteSuperblock(m.File, &sb); err != nil {
+		return fmt.Errorf("member %s: %w", m.Path, err)
+	}
+	// The new device gets a whole copy of the map before it takes writes.
+	if err := a.regions.writeWhole(m); err != nil {
+		return fmt.Errorf("member %s: %w", m.Path, err)
+	}
+	t := rebuildTarget{slot: i, dev: m, shadow: shadow, onlyResync: onlyResync}
+	if !shadow {
+		if err := a.install(i, m); err != nil {
+			return err
+		}
+		m = a.members[i]
+		t.dev = m
+		cfg, err := a.memberConfig(i, m)
+		if err != nil {
+			return err
+		}
+		a.state[i].Store(int32(MemberRebuilding)) // from here on it takes writes and discards
+		if err := a.engine.Revive(i, cfg); err != nil {
+			a.state[i].Store(int32(MemberFailed))
+			return err
+		}
+		if err := a.writeSuperblocks(StateDirty); err != nil {
+			return err
+		}
+	} else {
+		a.shadowSet(i, m)
+	}
+	fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s started\n", a.Name, i, m.Path)
+	return a.syncer.startRebuild(t, 0)
+}
+
+// memberConfig is the discard engine's configuration of device m in slot i.
+func (a *Array) memberConfig(i int, m *Member) (discard.Member, error) {
+	mc := discard.Member{MinGap: a.opts.Discard.MinGap}
+	if a.gran[i].Bytes == 0 || m.DiscardGranularity == 0 {
+		return mc, nil
+	}
+	mc.MaxLen = m.DiscardMax
+	if a.gran[i].Alignment == 0 {
+		mc.Granularity = a.gran[i].Bytes
+	}
+	t := a.opts.Discard.memberTrim(m)
+	mc.InFlight, mc.YieldToIO = t.inflight, t.exclusive
+	var err error
+	if a.opts.newIssuer != nil {
+		mc.Issuer, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)
+	} else {
+		mc.Issuer, err = discard.NewRingIssuer(int(a.members[i].File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
+	}
+	return mc, err
+}
+
+// rebuild is the job of a rebuild: every region from from on (only those needing resync for a
+// member that comes back), live ones copied, trimmed ones trimmed.
+func (s *syncer) rebuild(j *syncJob, t rebuildTarget, from int) error {
+	n := s.g.regionCount()
+	for r := from; r < n; r++ {
+		if t.onlyResync && !s.g.stillNeedsResync(r) {
+			continue
+		}
+		if err := s.rebuildRegion(j, t, r); err != nil {
+			return err
+		}
+		s.g.setCursor(region.Cursor{Action: region.ActionRebuild, Member: uint32(t.slot), Position: r + 1})
+	}
+	return s.a.finishRebuild(t)
+}
+
+// rebuildRegion fills region r of the target.
+func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) error {
+	select {
+	case <-j.cancel:
+		return errCancelled
+	default:
+	}
+	trimmed := !t.onlyResync && s.g.trimmed(r)
+	off, n := s.g.lock(r)
+	defer s.g.unlock()
+	for pos := off; pos < off+n; pos += syncStep {
+		step := min(int64(syncStep), off+n-pos)
+		var err error
+		j.pieces, err = s.a.m.Read(pos, step, j.pieces[:0])
+		if err != nil {
+			return err
+		}
+		for k := range j.pieces {
+			p := &j.pieces[k]
+			var dst mapping.Extent
+			var src [mapping.MaxCopies]discard.Range
+			ns := 0
+			found := false
+			for _, e := range p.Copies[:p.N] {
+				switch {
+				case e.Member == t.slot:
+					dst, found = e, true
+					if t.shadow && s.a.active(e.Member) {
+						src[ns] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+						ns++
+					}
+				case s.a.active(e.Member):
+					src[ns] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+					ns++
+				}
+			}
+			if !found {
+				continue
+			}
+			if trimmed {
+				if err := s.trimTarget(t, dst); err != nil {
+					return err
+				}
+				continue
+			}
+			if ns == 0 {
+				return fmt.Errorf("region %d: no working copy to rebuild member %d from", r, t.slot)
+			}
+			if err := s.copyTo(j, t, dst, src[:ns]); err != nil {
+				return err
+			}
+		}
+		j.done.Add(step)
+		if err := s.pace(j, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyTo reads dst's bytes from the source copy whose TRIMs delay it least and writes them to the
+// target. A source that fails is failed and the next tried; with none left the rebuild fails.
+func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []discard.Range) error {
+	if len(j.bufs) == 0 {
+		j.bufs = append(j.bufs, alignedBytes(syncStep))
+	}
+	buf := j.bufs[0][:dst.Length]
+	for {
+		j.rd.Reset()
+		j.rd.Add(src...)
+		for !s.a.engine.BeginRead(&j.rd, 0) {
+			<-j.resumed
+		}
+		p := &j.rd.Pieces[0]
+		if !p.HasPick() {
+			return fmt.Errorf("member %d [%d, +%d): no working copy left to rebuild from", t.slot, dst.Offset, dst.Length)
+		}
+		c := p.Pick()
+		err := s.pread(mapping.Extent{Member: c.Member, Offset: c.Off, Length: c.Len}, buf)
+		s.a.engine.EndRead(&j.rd, 0)
+		if err == nil {
+			break
+		}
+		s.a.fail(c.Member, err)
+		src = slices.DeleteFunc(src, func(r discard.Range) bool { return r.Member == c.Member })
+		if len(src) == 0 {
+			return fmt.Errorf("member %d [%d, +%d): every source copy failed: %w", t.slot, dst.Offset, dst.Length, err)
+		}
+	}
+	if !t.shadow {
+		j.wr.Reset()
+		j.wr.Ranges = append(j.wr.Ranges, discard.Range{Member: dst.Member, Off: dst.Offset, Len: dst.Length})
+		for !s.a.engine.BeginWrite(&j.wr) {
+			<-j.resumed
+		}
+		defer s.a.engine.EndWrite(&j.wr, 0)
+	}
+	got, err := unix.Pwrite(int(t.dev.File.Fd()), buf, s.a.dataOff[t.slot]+dst.Offset)
+	if err == nil && got != len(buf) {
+		err = unix.EIO
+	}
+	s.a.accountSync(t.slot, true, int64(len(buf)), err)
+	if err != nil {
+		return fmt.Errorf("rebuild member %d onto %s: %w", t.slot, t.dev.Path, os.NewSyscallError("pwrite", err))
+	}
+	return nil
+}
+
+// trimTarget trims dst on the target: the region is trimmed on every copy, so it holds nothing
+// to copy, and the new device's flash is better off free.
+func (s *syncer) trimTarget(t rebuildTarget, dst mapping.Extent) error {
+	off := s.a.dataOff[t.slot] + dst.Offset
+	fd := int(t.dev.File.Fd())
+	var err error
+	if t.dev.Block {
+		if t.dev.DiscardGranularity == 0 {
+			return nil
+		}
+		err = blkdiscard.Ioctl(fd, off, dst.Length)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+			return nil // a device that cannot trim this keeps what it has: free space either way
+		}
+	} else {
+		err = os.NewSyscallError("fallocate", unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, dst.Length))
+	}
+	if err != nil {
+		return fmt.Errorf("rebuild member %d onto %s: trim: %w", t.slot, t.dev.Path, err)
+	}
+	return nil
+}
+
+// finishRebuild puts the rebuilt device in service.
+func (a *Array) finishRebuild(t rebuildTarget) error {
+	if err := t.dev.File.Sync(); err != nil {
+		return fmt.Errorf("rebuild member %d onto %s: sync: %w", t.slot, t.dev.Path, err)
+	}
+	if t.shadow {
+		if err := a.swapShadow(t.slot); err != nil {
+			return err
+		}
+	} else if !a.state[t.slot].CompareAndSwap(int32(MemberRebuilding), int32(MemberActive)) {
+		return fmt.Errorf("rebuild member %d onto %s: it failed meanwhile", t.slot, t.dev.Path)
+	}
+	if err := a.writeSuperblocks(StateDirty); err != nil {
+		return err
+	}
+	if !a.Degraded() {
+		// Every copy is whole again: the map is written whole to every member, then it may clean
+		// the regions written while the array was degraded.
+		if err := a.regions.rejoin(a.m.Copies() == 2); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s finished\n", a.Name, t.slot, t.dev.Path)
+	return nil
+}
+
+// install makes m the device of slot i, which is out of service. A slot keeps its file
+// descriptor number for the array's life: m takes the old device's number (dup3), so that no
+// request prepared with that number can reach a closed or reused descriptor; m's own
+// descriptor is closed. An empty slot takes m as it is.
+func (a *Array) install(i int, m *Member) error {
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
+	old := a.members[i]
+	if old == nil {
+		a.members[i] = m
+		return nil
+	}
+	if err := unix.Dup3(int(m.File.Fd()), int(old.File.Fd()), unix.O_CLOEXEC); err != nil {
+		return fmt.Errorf("member %s: take slot %d's descriptor: %w", m.Path, i, os.NewSyscallError("dup3", err))
+	}
+	m.File.Close()
+	m.File = old.File // the old number, now the new device
+	a.members[i] = m
+	return nil
+}
+
+// shadowSet makes m slot i's replacement: from now on every write to slot i reaches it too.
+func (a *Array) shadowSet(i int, m *Member) {
+	a.membersMu.Lock()
+	a.shadowMembers[i] = m
+	a.membersMu.Unlock()
+	a.shadows[i].Store(m)
+}
+
+// replacementFailed ends a replace whose new device failed a write: the queue goroutine stops
+// sending it writes at once, and the rest happens off it.
+func (a *Array) replacementFailed(i int, sh *Member, err error) {
+	if !a.shadows[i].CompareAndSwap(sh, nil) {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "uraid: array %s: replacement %s of member %d failed: %v; the replace is abandoned\n", a.Name, sh.Path, i, err)
+	go func() {
+		a.syncer.cancelRebuildOf(i)
+		a.membersMu.Lock()
+		a.shadowMembers[i] = nil
+		a.retired = append(a.retired, sh)
+		a.membersMu.Unlock()
+	}()
+}
+
+// shadowDrop ends a replace that did not finish: writes stop going to the replacement, whose
+// descriptor stays open until the array closes (requests prepared with it may be in flight).
+func (a *Array) shadowDrop(i int) {
+	if m := a.shadows[i].Swap(nil); m != nil {
+		a.membersMu.Lock()
+		a.shadowMembers[i] = nil
+		a.retired = append(a.retired, m)
+		a.membersMu.Unlock()
+	}
+}
+
+// swapShadow puts slot i's replacement in the slot's place: TRIMs of the old device stop, the
+// replacement takes the slot's descriptor number, and the old device is let go.
+func (a *Array) swapShadow(i int) error {
+	sh := a.shadows[i].Load()
+	if sh == nil {
+		return fmt.Errorf("replace member %d: the replacement failed meanwhile", i)
+	}
+	a.engine.Fail(i) // no TRIM may reach the old device through the number from here on
+	a.membersMu.Lock()
+	old := a.members[i]
+	if err := unix.Dup3(int(sh.File.Fd()), int(old.File.Fd()), unix.O_CLOEXEC); err != nil {
+		a.membersMu.Unlock()
+		return fmt.Errorf("replace member %d: %w", i, os.NewSyscallError("dup3", err))
+	}
+	// The replacement's own number stays open until the array closes: requests prepared with
+	// it before the swap may still be waiting to be submitted. It is the same open file.
+	a.retired = append(a.retired, &Member{Path: sh.Path, File: sh.File})
+	nm := *sh
+	nm.File = old.File
+	a.members[i] = &nm
+	a.shadowMembers[i] = nil
+	a.membersMu.Unlock()
+	a.shadows[i].Store(nil)
+	cfg, err := a.memberConfig(i, &nm)
+	if err != nil {
+		return err
+	}
+	if err := a.engine.Revive(i, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "uraid: array %s: member %d replaced: %s took the place of %s\n", a.Name, i, nm.Path, old.Path)
+	return nil
+}
+
+// activateSpare starts a rebuild onto a hot spare when member i failed.
+func (a *Array) activateSpare(i int) {
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	if a.writable(i) || a.closing.Load() {
+		return
+	}
+	a.membersMu.Lock()
+	if len(a.spares) == 0 {
+		a.membersMu.Unlock()
+		return
+	}
+	sp := a.spares[0]
+	a.spares = a.spares[1:]
+	a.membersMu.Unlock()
+	fmt.Fprintf(os.Stderr, "uraid: array %s: member %d failed; spare %s takes its place\n", a.Name, i, sp.Path)
+	if err := a.startRebuild(i, sp, false, false); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: spare %s: %v\n", a.Name, sp.Path, err)
+	}
+}

@@ -1,0 +1,229 @@
+package raid
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"uraid/internal/clock"
+	"uraid/mapping"
+	"uraid/ublk"
+)
+
+// newMirrorWith is newMirror with spares.
+func newMirrorWith(t *testing.T, spares int) *mirror {
+	dir := t.TempDir()
+	m := newMirrorIn(t, dir, spares)
+	return m
+}
+
+func newMirrorIn(t *testing.T, dir string, spares int) *mirror {
+	m := &mirror{t: t, paths: []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}, clk: newVirtual()}
+	var sp []string
+	for i := range spares {
+		sp = append(sp, filepath.Join(dir, "s"+string(rune('0'+i))))
+	}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths, Spares: sp})
+	require.NoError(t, err)
+	m.a, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: m.clk})
+	require.NoError(t, err)
+	m.t.Cleanup(func() { m.a.Close() })
+	require.NoError(t, m.a.MarkDirty())
+	m.h = harness(t, m.a)
+	return m
+}
+
+// blank makes a blank 16 MiB file.
+func blank(t *testing.T, name string) string {
+	p := filepath.Join(t.TempDir(), name)
+	sparseFile(t, filepath.Dir(p), filepath.Base(p), 16*mib)
+	return p
+}
+
+// fill writes a pattern into the regions given and returns it per region.
+func (m *mirror) fill(regions ...int64) map[int64][]byte {
+	rs := m.a.regions.m.RegionSize()
+	out := map[int64][]byte{}
+	for _, r := range regions {
+		data := bytes.Repeat([]byte{byte(r + 1)}, int(rs))
+		for off := int64(0); off < rs; off += harnessMaxIO {
+			do(m.t, m.h, ublk.OpWrite, r*rs+off, data[off:off+harnessMaxIO])
+		}
+		out[r] = data
+	}
+	return out
+}
+
+// readAll checks every region's contents through the array.
+func (m *mirror) readAll(want map[int64][]byte) {
+	rs := m.a.regions.m.RegionSize()
+	for r, data := range want {
+		for off := int64(0); off < rs; off += harnessMaxIO {
+			got := do(m.t, m.h, ublk.OpRead, r*rs+off, make([]byte, harnessMaxIO))
+			require.Equal(m.t, data[off:off+harnessMaxIO], got, "region %d at %d", r, off)
+		}
+	}
+}
+
+func (m *mirror) syncWritten(slot int) uint64 {
+	return m.a.Status("", 0).Members[slot].IO.SyncWriteBytes
+}
+
+// TestRebuildOntoBlank: a failed member is removed, a blank device added in its place is rebuilt
+// with only the live regions copied (the rest, trimmed, trimmed), and then serves every byte alone.
+func TestRebuildOntoBlank(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	want := m.fill(2, 3, 9)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	assert.Equal(t, StateNameDegraded, m.a.Status("", 0).State)
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	fresh := blank(t, "new")
+	msg, err := m.a.AddMember(fresh, false)
+	require.NoError(t, err)
+	assert.Contains(t, msg, "rebuilding")
+	m.a.WaitSync()
+	st := m.a.Status("", 0)
+	require.NotNil(t, st.Sync.Last)
+	assert.Equal(t, SyncRebuild, st.Sync.Last.Action)
+	assert.Empty(t, st.Sync.Last.Error)
+	assert.Equal(t, "active", st.Members[1].State)
+	assert.Equal(t, fresh, st.Members[1].Path)
+	assert.Equal(t, StateNameActive, st.State)
+	assert.Equal(t, uint64(3*rs), m.syncWritten(1), "only the three live regions are copied")
+	// Only the rebuilt member serves now.
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want)
+}
+
+// TestReAddCopiesWhatItMissed: a member that left and comes back gets only the regions written
+// while it was away.
+func TestReAddCopiesWhatItMissed(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	want := m.fill(1, 2, 3)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	for r, d := range m.fill(7, 8) {
+		want[r] = d
+	}
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	msg, err := m.a.AddMember(m.paths[1], false)
+	require.NoError(t, err)
+	assert.Contains(t, msg, "re-added")
+	m.a.WaitSync()
+	assert.Empty(t, m.a.Status("", 0).Sync.Last.Error)
+	assert.Equal(t, uint64(2*rs), m.syncWritten(1), "the two regions written while it was away")
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want)
+}
+
+// TestHotSpare: a spare takes a failed member's place by itself.
+func TestHotSpare(t *testing.T) {
+	m := newMirrorWith(t, 1)
+	want := m.fill(4)
+	assert.Len(t, m.a.Status("", 0).Spares, 1)
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	waitFor(t, func() bool {
+		st := m.a.Status("", 0)
+		return st.Members[0].State == "active" && st.Sync.Action == SyncIdle
+	})
+	st := m.a.Status("", 0)
+	assert.Empty(t, st.Spares)
+	assert.NotEqual(t, m.paths[0], st.Members[0].Path)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	m.readAll(want)
+}
+
+// TestReplace: the new device is rebuilt while the old one serves, writes meanwhile reach both,
+// then the new one takes the old one's place and the old one is let go.
+func TestReplace(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	want := m.fill(0, 5)
+	fresh := blank(t, "new")
+	require.NoError(t, m.a.ReplaceMember(m.paths[1], fresh, false))
+	m.a.WaitSync()
+	for r, d := range m.fill(6) {
+		want[r] = d
+	}
+	st := m.a.Status("", 0)
+	assert.Empty(t, st.Sync.Last.Error)
+	assert.Equal(t, fresh, st.Members[1].Path)
+	assert.Equal(t, "active", st.Members[1].State)
+	assert.Equal(t, StateNameActive, st.State, "redundant throughout")
+	old, err := OpenMember(m.paths[1])
+	require.NoError(t, err, "the old device is let go")
+	old.Close()
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want)
+}
+
+// TestMembershipRefusals: each refusal names the problem and changes nothing.
+func TestMembershipRefusals(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	assert.ErrorIs(t, m.a.FailMember("/dev/nonesuch"), ErrNotInArray)
+	assert.ErrorIs(t, m.a.RemoveMember(m.paths[0]), ErrInService)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	assert.ErrorIs(t, m.a.FailMember(m.paths[0]), ErrLastCopy)
+	small := filepath.Join(t.TempDir(), "small")
+	sparseFile(t, filepath.Dir(small), "small", 4*mib)
+	_, err := m.a.AddMember(small, false)
+	assert.ErrorIs(t, err, ErrTooSmall)
+
+	other := newMirrorIn(t, t.TempDir(), 0)
+	other.h.Close()
+	require.NoError(t, other.a.MarkClean())
+	require.NoError(t, other.a.Close())
+	_, err = m.a.AddMember(other.paths[0], false)
+	assert.ErrorIs(t, err, ErrHasSuperblock)
+	assert.Equal(t, StateNameDegraded, m.a.Status("", 0).State)
+
+	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
+	defer a.Close()
+	assert.ErrorIs(t, a.FailMember("x"), ErrNoRedundacy)
+}
+
+func newVirtual() clock.Clock { return clock.NewVirtual(time.Unix(0, 0)) }
+
+// TestRebuildResumes: a rebuild stopped halfway resumes at the next start from its checkpoint,
+// and copies in all little more than one rebuild would.
+func TestRebuildResumes(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	want := m.fill(0, 1, 2, 3, 4, 5, 6, 7)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	fresh := blank(t, "new")
+	clk := clock.NewManual(time.Unix(0, 0))
+	m.a.syncer.clock = clk
+	m.a.syncer.rebuildOpts = SyncOptions{MaxRate: rs} // a region a second on the manual clock
+	_, err := m.a.AddMember(fresh, false)
+	require.NoError(t, err)
+	for m.a.SyncStatus().DoneBytes < 3*rs {
+		clk.WaitFor(1)
+		clk.Advance(time.Second)
+	}
+	clk.WaitFor(1)
+	first := m.syncWritten(1)
+	m.h.Close()
+	require.NoError(t, m.a.MarkClean()) // a stop in the middle
+	require.NoError(t, m.a.Close())
+
+	m.paths[1] = fresh
+	m.assemble()
+	st := m.a.Status("", 0)
+	assert.Equal(t, "rebuilding", st.Members[1].State, "assembled as being rebuilt")
+	require.NoError(t, m.a.MarkDirty()) // resumes the rebuild
+	m.a.WaitSync()
+	st = m.a.Status("", 0)
+	assert.Empty(t, st.Sync.Last.Error)
+	assert.Equal(t, "active", st.Members[1].State)
+	second := st.Members[1].IO.SyncWriteBytes
+	assert.LessOrEqual(t, first+second, uint64(9*rs), "at most the region in progress is copied twice")
+	assert.Less(t, second, uint64(8*rs), "the resumed rebuild does not start over")
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want)
+}
