@@ -401,18 +401,23 @@ func TestHotPathAllocations(t *testing.T) {
 		e := newEngine(t, Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
 		c := make(completer, 1)
 		d := &Discard{Ranges: []Range{{Member: 0, Off: 0, Len: 4096}, {Member: 1, Off: 0, Len: 4096}}, Done: c}
-		w, _ := newWrite(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
-		r, _ := newRead(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+		w, ww := newWrite(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+		r, rw := newRead(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
 		op := func() {
 			e.Discard(d)
 			<-c
-			if e.BeginWrite(w) {
-				e.EndWrite(w, 0)
-				e.EndWrite(w, 1)
+			// An async discard is acknowledged before its TRIM ends: the
+			// write and the read may park behind it, and each park is
+			// resumed once, before the request is admitted again.
+			for !e.BeginWrite(w) {
+				<-ww
 			}
-			if e.BeginRead(r, 1) {
-				e.EndRead(r, 0)
+			e.EndWrite(w, 0)
+			e.EndWrite(w, 1)
+			for !e.BeginRead(r, 1) {
+				<-rw
 			}
+			e.EndRead(r, 0)
 		}
 		for range 100 { // warm up the queues' slices
 			op()
