@@ -62,7 +62,8 @@ type Device struct {
 	io sync.RWMutex
 
 	// trimMu serializes TRIMs: the drive runs one at a time. It guards
-	// everything below it up to dataMu.
+	// cfg.TrimLatency (SetTrimLatency) and everything below it up to
+	// dataMu.
 	trimMu  sync.Mutex
 	lastEnd time.Time
 	rng     *rand.Rand
@@ -70,6 +71,19 @@ type Device struct {
 
 	dataMu sync.Mutex
 	blocks map[int64]*[BlockSize]byte // guarded by dataMu; absent reads as zeros
+
+	// The gate (Hold, Release) stops TRIMs at their start for as long as
+	// a test wants. gateMu guards the fields below it.
+	gateMu sync.Mutex
+	// holding is set between Hold and Release.
+	holding bool
+	// A TRIM that finds the gate held takes the next ticket and passes
+	// once admitted exceeds it: ReleaseN admits in arrival order, and
+	// Release admits every ticket handed out.
+	tickets, admitted uint64
+	// moved is closed, and replaced, whenever the gate or its queue
+	// changes: it wakes held TRIMs and WaitHeld.
+	moved chan struct{}
 
 	trimCalls    atomic.Int64 // Discard calls in progress, waiting or running
 	maxTrimCalls atomic.Int64
@@ -97,6 +111,7 @@ func New(cfg Config) (*Device, error) {
 		clock:  clock,
 		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		blocks: make(map[int64]*[BlockSize]byte),
+		moved:  make(chan struct{}),
 	}, nil
 }
 
@@ -173,8 +188,8 @@ func (d *Device) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// Discard trims n bytes at off: it takes the configured latency, then the
-// bytes read as zeros.
+// Discard trims n bytes at off: it passes the gate (see Hold), takes the
+// configured latency, then the bytes read as zeros.
 func (d *Device) Discard(off, n int64) error {
 	if err := d.check("discard", off, n); err != nil {
 		return err
@@ -187,6 +202,7 @@ func (d *Device) Discard(off, n int64) error {
 			break
 		}
 	}
+	d.passGate()
 	d.trimMu.Lock()
 	defer d.trimMu.Unlock()
 	if d.cfg.Exclusive {
@@ -229,6 +245,18 @@ func (d *Device) zero(off, n int64) {
 	}
 }
 
+// SetTrimLatency changes Config.TrimLatency from the next TRIM on, e.g. to
+// let a slow drive's queue drain quickly once a test has what it needs.
+func (d *Device) SetTrimLatency(lat time.Duration) error {
+	if lat < 0 {
+		return fmt.Errorf("simssd: TRIM latency %v, need zero or more", lat)
+	}
+	d.trimMu.Lock()
+	d.cfg.TrimLatency = lat
+	d.trimMu.Unlock()
+	return nil
+}
+
 // Trims returns a copy of the TRIMs received so far (with Config.Record).
 func (d *Device) Trims() []Trim {
 	d.trimMu.Lock()
@@ -245,6 +273,9 @@ type Counters struct {
 	MaxConcurrentTrims int64
 	// Stalled counts reads and writes that waited for a TRIM (Exclusive).
 	Stalled int64
+	// Held is how many TRIMs wait at the gate now (see Hold); they count
+	// among the Discard calls in progress.
+	Held int64
 }
 
 // Counters returns the device counters.
@@ -255,5 +286,6 @@ func (d *Device) Counters() Counters {
 		Writes:             d.writes.Load(),
 		MaxConcurrentTrims: d.maxTrimCalls.Load(),
 		Stalled:            d.stalled.Load(),
+		Held:               int64(d.heldNow()),
 	}
 }
