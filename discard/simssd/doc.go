@@ -9,7 +9,8 @@
 // Release, ReleaseN, WaitHeld) keeps TRIMs from going on for exactly as long
 // as a test looks at what happens while they are pending.
 //
-// What it guarantees: discarded bytes read as zeros once Discard returns;
+// What it guarantees: discarded bytes read as zeros once Discard returns, or
+// with Config.TrimGarbage as the bytes Garbage gives for the device's seed;
 // every other byte reads as last written (zeros if never written). TRIM
 // latency is a function of the configuration, the clock and the seed only,
 // so a run with a VirtualClock is deterministic; time spent held at the gate
