@@ -160,7 +160,7 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	require.Eventually(t, func() bool {
 		after = arrayDetail(t, name)
 		return after.Discard.Requests > before.Discard.Requests
-	}, 30*time.Second, 200*time.Millisecond, "deleting files sent no discard to the array")
+	}, slow*10*time.Second, 200*time.Millisecond, "deleting files sent no discard to the array")
 	assert.Equal(t, mode, after.DiscardMode)
 	var trimmed int64
 	for _, m := range after.Members {
@@ -168,7 +168,7 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	}
 	assert.Positive(t, trimmed, "no member was trimmed")
 	uraid(t, "detail", name) // the text view works too
-	require.Eventually(t, func() bool { return totalAllocated(t, backing) < allocBefore }, 30*time.Second,
+	require.Eventually(t, func() bool { return totalAllocated(t, backing) < allocBefore }, slow*10*time.Second,
 		200*time.Millisecond, "member space did not drop after deletes")
 
 	out := sh(t, "fstrim", "-v", mnt)
@@ -249,7 +249,8 @@ func TestE2EArrayKilledDaemon(t *testing.T) {
 	st := arrayDetail(t, "killed")
 	require.Positive(t, st.PID)
 	require.NoError(t, syscallKill(st.PID))
-	require.Eventually(t, func() bool { return !processAlive(st.PID) }, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return !processAlive(st.PID) }, slow*10*time.Second, 50*time.Millisecond,
+		"the daemon outlived SIGKILL")
 
 	out, err := uraidCode(t, "stop", "killed")
 	require.NoError(t, err, out)

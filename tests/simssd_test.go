@@ -19,7 +19,8 @@ import (
 	"uraid/ublk"
 )
 
-// startSimSSD serves a simulated drive as /dev/ublkbN for the test's life.
+// startSimSSD serves a simulated drive as /dev/ublkbN for the test's life. Its cleanup opens the
+// drive's TRIM gate before it stops the device, which waits for every request.
 func startSimSSD(t *testing.T, cfg simssd.Config) (*simssd.Device, string) {
 	t.Helper()
 	drive, err := simssd.New(cfg)
@@ -31,8 +32,28 @@ func startSimSSD(t *testing.T, cfg simssd.Config) (*simssd.Device, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), slow*10*time.Second)
 	defer cancel()
 	require.NoError(t, dev.Start(ctx))
-	t.Cleanup(func() { assert.NoError(t, dev.Stop()) })
+	t.Cleanup(func() {
+		drive.Release()
+		assert.NoError(t, dev.Stop())
+	})
 	return drive, dev.Path()
+}
+
+// holdTrims shuts drive's TRIM gate until the test ends, or until the test releases it. Call it
+// once the array over the drive exists: cleanups run last-registered first, so the gate then opens
+// before the array's stop waits for its discards.
+func holdTrims(t *testing.T, drive *simssd.Device) {
+	t.Helper()
+	drive.Hold()
+	t.Cleanup(drive.Release)
+}
+
+// patient bounds a wait for a state the test has made inevitable: generous, since on any machine
+// it is reached long before.
+func patient(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), slow*10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func queueAttr(t *testing.T, dev, name string) string {
@@ -83,20 +104,12 @@ func TestE2ESimSSDData(t *testing.T) {
 	}
 }
 
-// TestE2ESimSSDDiscard: a BLKDISCARD takes the configured TRIM latency and
-// zeroes exactly its range; one that follows at once pays the back-to-back
-// penalty, one that waits past the window does not.
+// TestE2ESimSSDDiscard: through the kernel, a BLKDISCARD waits out the TRIM latency and zeroes
+// exactly its range, and the drive sees each discard whole.
 func TestE2ESimSSDDiscard(t *testing.T) {
 	needGuest(t)
-	const (
-		trim = 150 * time.Millisecond
-		b2b  = 900 * time.Millisecond
-		// Wide, because under emulation the gap between one BLKDISCARD
-		// and the next TRIM ranges from milliseconds to hundreds of them.
-		window = 1500 * time.Millisecond
-	)
-	drive, path := startSimSSD(t, simssd.Config{Size: 64 << 20, TrimLatency: trim,
-		BackToBackLatency: b2b, BackToBackWindow: window, Record: true})
+	const trim = 150 * time.Millisecond
+	drive, path := startSimSSD(t, simssd.Config{Size: 64 << 20, TrimLatency: trim, Record: true})
 	f, err := os.OpenFile(path, os.O_RDWR|unix.O_DIRECT, 0)
 	require.NoError(t, err)
 	defer f.Close()
@@ -107,35 +120,73 @@ func TestE2ESimSSDDiscard(t *testing.T) {
 	_, err = f.WriteAt(data, 0)
 	require.NoError(t, err)
 
-	first := blkDiscard(t, f, 1<<20, 1<<20)
-	second := blkDiscard(t, f, 2<<20, 512<<10)
-	time.Sleep(2 * window)
-	third := blkDiscard(t, f, 3<<20, 4096)
-	assert.GreaterOrEqual(t, first, trim, "an isolated TRIM takes the TRIM latency")
-	assert.Less(t, first, b2b, "an isolated TRIM must not pay the back-to-back penalty")
-	assert.GreaterOrEqual(t, second, b2b, "a TRIM right after another pays the penalty")
-	assert.GreaterOrEqual(t, third, trim)
-	assert.Less(t, third, b2b, "a TRIM after the window is isolated again")
-
-	// The drive saw exactly these three TRIMs, whole, with those latencies.
+	// A lower bound only: how much longer the kernel takes depends on the machine.
+	assert.GreaterOrEqual(t, blkDiscard(t, f, 1<<20, 1<<20), trim, "a BLKDISCARD waits for the TRIM")
+	blkDiscard(t, f, 3<<20, 4096)
 	trims := drive.Trims()
-	require.Len(t, trims, 3)
-	t.Logf("TRIM latencies %v %v %v; gap before the second %v", trims[0].Latency, trims[1].Latency,
-		trims[2].Latency, trims[1].Start.Sub(trims[0].Start.Add(trims[0].Latency)))
-	for i, w := range []struct {
-		off, n int64
-		lat    time.Duration
-	}{{1 << 20, 1 << 20, trim}, {2 << 20, 512 << 10, b2b}, {3 << 20, 4096, trim}} {
-		assert.Equal(t, w.off, trims[i].Off, "trim %d", i)
-		assert.Equal(t, w.n, trims[i].Len, "trim %d", i)
-		assert.GreaterOrEqual(t, trims[i].Latency, w.lat, "trim %d", i)
-	}
+	require.Len(t, trims, 2)
+	assert.Equal(t, [2]int64{1 << 20, 1 << 20}, [2]int64{trims[0].Off, trims[0].Len})
+	assert.Equal(t, [2]int64{3 << 20, 4096}, [2]int64{trims[1].Off, trims[1].Len})
 
 	got := alignedBuf(4 << 20)
 	_, err = f.ReadAt(got, 0)
 	require.NoError(t, err)
 	want := append([]byte(nil), data...)
-	clear(want[1<<20 : 2<<20+512<<10])
+	clear(want[1<<20 : 2<<20])
 	clear(want[3<<20 : 3<<20+4096])
 	assert.True(t, bytes.Equal(want, got), "discarded ranges read as zeros, the rest as written")
+}
+
+// TestE2ESimSSDBackToBack: a TRIM that follows the previous one within the window pays the
+// back-to-back penalty, one after the window does not. The drive runs on a virtual clock that
+// moves only by the latencies it spends and by the test, so how far apart the kernel delivers the
+// TRIMs in real time cannot change what the drive decides.
+func TestE2ESimSSDBackToBack(t *testing.T) {
+	needGuest(t)
+	const (
+		trim   = 150 * time.Millisecond
+		b2b    = 900 * time.Millisecond
+		window = 1500 * time.Millisecond
+	)
+	clock := simssd.NewVirtualClock(time.Unix(0, 0))
+	drive, path := startSimSSD(t, simssd.Config{Size: 64 << 20, TrimLatency: trim,
+		BackToBackLatency: b2b, BackToBackWindow: window, Record: true, Clock: clock})
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	blkDiscard(t, f, 1<<20, 1<<20)
+	blkDiscard(t, f, 2<<20, 512<<10)
+	clock.Sleep(window)
+	blkDiscard(t, f, 3<<20, 4096)
+	var got []time.Duration
+	for _, tr := range drive.Trims() {
+		got = append(got, tr.Latency)
+	}
+	assert.Equal(t, []time.Duration{trim, b2b, trim}, got, "isolated, back to back, after the window")
+}
+
+// TestE2ESimSSDTrimGarbage: through the kernel, a drive with TrimGarbage reads a discarded range
+// back as its seed's garbage, and everything else as written.
+func TestE2ESimSSDTrimGarbage(t *testing.T) {
+	needGuest(t)
+	const seed = 11
+	_, path := startSimSSD(t, simssd.Config{Size: 64 << 20, Seed: seed, TrimGarbage: true})
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_DIRECT, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	data := alignedBuf(1 << 20)
+	for i := range data {
+		data[i] = byte(i%251 + 1)
+	}
+	_, err = f.WriteAt(data, 0)
+	require.NoError(t, err)
+	blkDiscard(t, f, 64<<10, 128<<10)
+
+	got := alignedBuf(1 << 20)
+	_, err = f.ReadAt(got, 0)
+	require.NoError(t, err)
+	want := append([]byte(nil), data...)
+	simssd.Garbage(seed, 64<<10, want[64<<10:192<<10])
+	assert.True(t, bytes.Equal(want, got), "the discarded range reads as garbage, the rest as written")
+	assert.False(t, bytes.Equal(make([]byte, 128<<10), got[64<<10:192<<10]), "garbage is not zeros")
 }

@@ -145,7 +145,7 @@ func TestE2EUblkDeviceLifecycle(t *testing.T) {
 	assert.Eventually(t, func() bool {
 		_, err := ublk.Info(dev.ID())
 		return errors.Is(err, unix.ENODEV)
-	}, slow*time.Second, 10*time.Millisecond, "the kernel forgets the device")
+	}, slow*10*time.Second, 10*time.Millisecond, "the kernel forgets the device")
 }
 
 func itoa[T ~int | ~uint32 | ~int64](v T) string { return strconv.FormatInt(int64(v), 10) }

@@ -62,6 +62,16 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestParseFlagsTrimGarbage(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, c.drive.TrimGarbage, "trimmed blocks read as zeros by default")
+	c, err = parseFlags([]string{"--trim-garbage", "--seed", "9"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, c.drive.TrimGarbage)
+	assert.EqualValues(t, 9, c.drive.Seed)
+}
+
 func TestParseFlagsRotational(t *testing.T) {
 	c, err := parseFlags([]string{"--rotational"}, io.Discard)
 	require.NoError(t, err)

@@ -1,6 +1,9 @@
 // Command simssd serves one simulated SSD (RAM-backed, with TRIM latency and
-// the back-to-back TRIM penalty) as /dev/ublkbN, so that md and uraid can be
-// measured over identical members. It prints the device path once the device
+// the back-to-back TRIM penalty, optionally reading trimmed blocks back as
+// garbage) as /dev/ublkbN, so that md and uraid can be measured over
+// identical members. The TRIM gate of package simssd (Hold, Release) is for
+// tests that hold the Device in their own process; the command has no way
+// to reach it. It prints the device path once the device
 // is ready, serves until SIGTERM or SIGINT, then prints the drive's counters
 // as JSON on stderr.
 package main

@@ -10,7 +10,8 @@ import (
 )
 
 // BlockSize is the unit the device stores data in; discarding part of a
-// block zeroes that part.
+// block zeroes that part (or, with Config.TrimGarbage, fills it with
+// garbage).
 const BlockSize = 4096
 
 // ErrOutOfRange means an access beyond the end of the device.
@@ -30,7 +31,16 @@ type Config struct {
 	// Jitter adds a uniform random [0, Jitter) to every TRIM, drawn from
 	// Seed so that runs repeat.
 	Jitter time.Duration
-	Seed   uint64
+	// Seed seeds the jitter and the bytes of TrimGarbage.
+	Seed uint64
+
+	// TrimGarbage makes trimmed bytes read back as garbage instead of
+	// zeros, as drives without deterministic zeroes after TRIM may return:
+	// the bytes Garbage(Seed, off, ...) gives, the same on every read until
+	// the block is written again. Garbage depends on the block number and
+	// the seed only: give each device its own seed and they disagree on the
+	// bytes of the same trimmed block, which a mirror check must cope with.
+	TrimGarbage bool
 
 	ReadLatency  time.Duration
 	WriteLatency time.Duration
@@ -62,14 +72,32 @@ type Device struct {
 	io sync.RWMutex
 
 	// trimMu serializes TRIMs: the drive runs one at a time. It guards
-	// everything below it up to dataMu.
+	// cfg.TrimLatency (SetTrimLatency) and everything below it up to
+	// dataMu.
 	trimMu  sync.Mutex
 	lastEnd time.Time
 	rng     *rand.Rand
 	trims   []Trim
 
 	dataMu sync.Mutex
-	blocks map[int64]*[BlockSize]byte // guarded by dataMu; absent reads as zeros
+	// blocks holds the blocks that have data; a block absent from it reads
+	// as zeros, or as garbage if it is in trimmed. trimmed is used only
+	// with cfg.TrimGarbage, and no block is in both. Both guarded by dataMu.
+	blocks  map[int64]*[BlockSize]byte
+	trimmed map[int64]struct{}
+
+	// The gate (Hold, Release) stops TRIMs at their start for as long as
+	// a test wants. gateMu guards the fields below it.
+	gateMu sync.Mutex
+	// holding is set between Hold and Release.
+	holding bool
+	// A TRIM that finds the gate held takes the next ticket and passes
+	// once admitted exceeds it: ReleaseN admits in arrival order, and
+	// Release admits every ticket handed out.
+	tickets, admitted uint64
+	// moved is closed, and replaced, whenever the gate or its queue
+	// changes: it wakes held TRIMs and WaitHeld.
+	moved chan struct{}
 
 	trimCalls    atomic.Int64 // Discard calls in progress, waiting or running
 	maxTrimCalls atomic.Int64
@@ -93,10 +121,12 @@ func New(cfg Config) (*Device, error) {
 		clock = RealClock{}
 	}
 	return &Device{
-		cfg:    cfg,
-		clock:  clock,
-		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		blocks: make(map[int64]*[BlockSize]byte),
+		cfg:     cfg,
+		clock:   clock,
+		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		blocks:  make(map[int64]*[BlockSize]byte),
+		trimmed: make(map[int64]struct{}),
+		moved:   make(chan struct{}),
 	}, nil
 }
 
@@ -126,11 +156,12 @@ func (d *Device) ReadAt(p []byte, off int64) (int, error) {
 	for done := 0; done < len(p); {
 		pos := off + int64(done)
 		b, in := pos/BlockSize, int(pos%BlockSize)
-		var n int
+		n := min(len(p)-done, BlockSize-in)
 		if blk := d.blocks[b]; blk != nil {
-			n = copy(p[done:], blk[in:])
+			copy(p[done:done+n], blk[in:])
+		} else if _, ok := d.trimmed[b]; ok {
+			garbage(d.cfg.Seed, b, in, p[done:done+n])
 		} else {
-			n = min(len(p)-done, BlockSize-in)
 			clear(p[done : done+n])
 		}
 		done += n
@@ -163,18 +194,30 @@ func (d *Device) WriteAt(p []byte, off int64) (int, error) {
 	for done := 0; done < len(p); {
 		pos := off + int64(done)
 		b, in := pos/BlockSize, int(pos%BlockSize)
-		blk := d.blocks[b]
-		if blk == nil {
-			blk = new([BlockSize]byte)
-			d.blocks[b] = blk
-		}
-		done += copy(blk[in:], p[done:])
+		done += copy(d.block(b)[in:], p[done:])
 	}
 	return len(p), nil
 }
 
-// Discard trims n bytes at off: it takes the configured latency, then the
-// bytes read as zeros.
+// block returns block b's data for writing, materializing it: zeros, or
+// the garbage it reads as if trimmed. dataMu held.
+func (d *Device) block(b int64) *[BlockSize]byte {
+	blk := d.blocks[b]
+	if blk != nil {
+		return blk
+	}
+	blk = new([BlockSize]byte)
+	if _, ok := d.trimmed[b]; ok {
+		garbage(d.cfg.Seed, b, 0, blk[:])
+		delete(d.trimmed, b)
+	}
+	d.blocks[b] = blk
+	return blk
+}
+
+// Discard trims n bytes at off: it passes the gate (see Hold), takes the
+// configured latency, then the bytes read as zeros, or as garbage with
+// Config.TrimGarbage.
 func (d *Device) Discard(off, n int64) error {
 	if err := d.check("discard", off, n); err != nil {
 		return err
@@ -187,6 +230,7 @@ func (d *Device) Discard(off, n int64) error {
 			break
 		}
 	}
+	d.passGate()
 	d.trimMu.Lock()
 	defer d.trimMu.Unlock()
 	if d.cfg.Exclusive {
@@ -202,7 +246,7 @@ func (d *Device) Discard(off, n int64) error {
 		lat += time.Duration(d.rng.Int64N(int64(d.cfg.Jitter)))
 	}
 	d.clock.Sleep(lat)
-	d.zero(off, n)
+	d.trim(off, n)
 	d.lastEnd = d.clock.Now()
 	d.trimCount.Add(1)
 	if d.cfg.Record {
@@ -211,22 +255,45 @@ func (d *Device) Discard(off, n int64) error {
 	return nil
 }
 
-// zero makes [off, off+n) read as zeros, freeing whole blocks.
-func (d *Device) zero(off, n int64) {
+// trim makes [off, off+n) read as zeros, or as garbage with TrimGarbage,
+// freeing whole blocks.
+func (d *Device) trim(off, n int64) {
 	d.dataMu.Lock()
 	defer d.dataMu.Unlock()
 	for pos, end := off, off+n; pos < end; {
 		b, in := pos/BlockSize, pos%BlockSize
 		step := min(end-pos, BlockSize-in)
-		if blk := d.blocks[b]; blk != nil {
-			if step == BlockSize {
-				delete(d.blocks, b)
-			} else {
+		pos += step
+		blk := d.blocks[b]
+		switch {
+		case step == BlockSize:
+			delete(d.blocks, b)
+			if d.cfg.TrimGarbage {
+				d.trimmed[b] = struct{}{}
+			}
+		case !d.cfg.TrimGarbage:
+			if blk != nil {
 				clear(blk[in : in+step])
 			}
+		default:
+			if _, ok := d.trimmed[b]; ok {
+				continue // all garbage already
+			}
+			garbage(d.cfg.Seed, b, int(in), d.block(b)[in:in+step])
 		}
-		pos += step
 	}
+}
+
+// SetTrimLatency changes Config.TrimLatency from the next TRIM on, e.g. to
+// let a slow drive's queue drain quickly once a test has what it needs.
+func (d *Device) SetTrimLatency(lat time.Duration) error {
+	if lat < 0 {
+		return fmt.Errorf("simssd: TRIM latency %v, need zero or more", lat)
+	}
+	d.trimMu.Lock()
+	d.cfg.TrimLatency = lat
+	d.trimMu.Unlock()
+	return nil
 }
 
 // Trims returns a copy of the TRIMs received so far (with Config.Record).
@@ -245,6 +312,9 @@ type Counters struct {
 	MaxConcurrentTrims int64
 	// Stalled counts reads and writes that waited for a TRIM (Exclusive).
 	Stalled int64
+	// Held is how many TRIMs wait at the gate now (see Hold); they count
+	// among the Discard calls in progress.
+	Held int64
 }
 
 // Counters returns the device counters.
@@ -255,5 +325,6 @@ func (d *Device) Counters() Counters {
 		Writes:             d.writes.Load(),
 		MaxConcurrentTrims: d.maxTrimCalls.Load(),
 		Stalled:            d.stalled.Load(),
+		Held:               int64(d.heldNow()),
 	}
 }

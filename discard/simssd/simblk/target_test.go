@@ -103,35 +103,56 @@ func TestWriteReadDiscard(t *testing.T) {
 	}
 }
 
-// TestReadDuringTrim: on an NVMe-like drive a read is answered while a TRIM
-// runs; on a SATA-like one it waits for the TRIM, yet the queue keeps
-// dispatching in both cases.
+// pausingClock is a virtual clock whose Sleep blocks until the test lets
+// it go, so a TRIM in its latency holds the drive for as long as the test
+// needs. Sleeps of zero (instant reads and writes) do not stop.
+type pausingClock struct {
+	*simssd.VirtualClock
+	slept chan time.Duration
+	wake  chan struct{}
+}
+
+func (c *pausingClock) Sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	c.slept <- d
+	<-c.wake
+	c.VirtualClock.Sleep(d)
+}
+
+// TestReadDuringTrim: while a TRIM runs, the queue keeps dispatching: on an
+// NVMe-like drive a read is answered before the TRIM ends; on a SATA-like
+// one it reaches the drive and waits there for the TRIM.
 func TestReadDuringTrim(t *testing.T) {
-	const trim = 200 * time.Millisecond
 	for _, exclusive := range []bool{false, true} {
-		h, dev := newHarness(t, simssd.Config{TrimLatency: trim, Exclusive: exclusive}, Options{Exclusive: exclusive})
-		start := time.Now()
+		clock := &pausingClock{VirtualClock: simssd.NewVirtualClock(time.Unix(0, 0)),
+			slept: make(chan time.Duration), wake: make(chan struct{})}
+		h, dev := newHarness(t, simssd.Config{TrimLatency: time.Second, Exclusive: exclusive, Clock: clock},
+			Options{Exclusive: exclusive})
 		require.NoError(t, h.Start(0, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 0, Length: 4096}))
-		// Let the TRIM take the drive before the read arrives.
-		for dev.Counters().MaxConcurrentTrims == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(5 * time.Millisecond)
+		<-clock.slept // the TRIM runs, and stays running until woken
 		require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 65536, Length: 4096}))
+		if exclusive {
+			deadline := time.Now().Add(10 * time.Second)
+			for dev.Counters().Stalled == 0 {
+				require.False(t, time.Now().After(deadline), "the read never reached the drive")
+				time.Sleep(time.Millisecond)
+			}
+			clock.wake <- struct{}{}
+		}
 		tag, res, err := h.Wait()
 		require.NoError(t, err)
-		readAt := time.Since(start)
-		if exclusive {
-			// Both finish once the TRIM is done; the read must not come
-			// back before that.
-			assert.GreaterOrEqual(t, readAt, trim)
-			assert.EqualValues(t, 1, dev.Counters().Stalled)
-		} else {
-			assert.EqualValues(t, 1, tag, "the read should finish first")
+		if !exclusive {
+			assert.EqualValues(t, 1, tag, "the read finishes while the TRIM runs")
 			assert.EqualValues(t, 4096, res)
-			assert.Less(t, readAt, trim)
+			assert.Zero(t, dev.Counters().Trims)
+			clock.wake <- struct{}{}
 		}
-		_, _, err = h.Wait()
+		tag2, res2, err := h.Wait()
 		require.NoError(t, err)
+		results := map[uint16]int32{tag: res, tag2: res2}
+		assert.Equal(t, map[uint16]int32{0: 0, 1: 4096}, results, "exclusive=%v", exclusive)
+		assert.EqualValues(t, 1, dev.Counters().Trims)
 	}
 }
