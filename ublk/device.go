@@ -42,6 +42,9 @@ type Device struct {
 	added   bool // ADD_DEV succeeded: DEL_DEV is owed
 	live    bool // START_DEV succeeded: STOP_DEV is owed
 	char    *os.File
+	flags   uint64   // the device's UBLK_F_* flags as the kernel has them
+	mode    dataMode // how request data moves; set by start
+	zcWhy   string   // why mode copies, when it does
 	queues  []*queue
 	running sync.WaitGroup // queue goroutines
 
@@ -113,6 +116,17 @@ func (d *Device) ID() uint32 {
 	return d.id
 }
 
+// ZeroCopy says how the started device moves request data.
+func (d *Device) ZeroCopy() ZeroCopyStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := ZeroCopyStatus{On: d.mode.zeroCopy(), Mode: d.mode.String(), Reason: d.zcWhy}
+	for _, q := range d.queues {
+		st.BufferBytes += q.bufferBytes()
+	}
+	return st
+}
+
 // Path is the block device node, valid once Start succeeded.
 func (d *Device) Path() string { return blockPath(d.ID()) }
 
@@ -160,10 +174,19 @@ func (d *Device) start(ctx context.Context) error {
 	if d.opts.ReissueOnRecovery {
 		info.Flags |= uapi.UBLK_F_USER_RECOVERY_REISSUE
 	}
+	// A kernel without GET_FEATURES (before 6.5) has no zero copy either.
+	features, _ := ctrl.getFeatures()
+	d.mode, d.zcWhy = chooseMode(d.opts.ZeroCopy, d.target, features, kernelRelease())
+	info.Flags |= modeFlags(d.mode, features)
 	if err := ctrl.addDev(info); err != nil {
 		return err
 	}
 	d.id, d.added = info.DevID, true
+	d.flags = info.Flags
+	// The kernel clears the flags it does not support in its answer.
+	if got := flagsMode(info.Flags); got != d.mode {
+		d.mode, d.zcWhy = got, fmt.Sprintf("kernel %s accepted flags %#x but not the zero-copy flags asked", kernelRelease(), info.Flags)
+	}
 	// The kernel may clamp queues to the CPUs and the buffer size to its
 	// limit: serve what it agreed to.
 	if int(info.NrHwQueues) < 1 || int(info.QueueDepth) != d.opts.Depth || int(info.MaxIOBufBytes) > d.opts.MaxIOBytes {
@@ -222,6 +245,17 @@ func (d *Device) startRecovery(ctx context.Context) error {
 		}
 	}
 	d.id = id
+	// The device keeps the data mode it was created with; this server
+	// must be able to serve it so.
+	d.flags = ki.Flags
+	d.mode = flagsMode(ki.Flags)
+	if d.mode.zeroCopy() {
+		if m, why := chooseMode(d.opts.ZeroCopy, d.target, ki.Flags, kernelRelease()); m == modeCopy {
+			return fmt.Errorf("ublk recover dev %d: it was created for zero copy (%s), which this server cannot serve: %s", id, d.mode, why)
+		}
+	} else {
+		d.zcWhy = "the device was created without zero copy"
+	}
 	maxIO := int(ki.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
 	if err := d.startQueues(ctx, int(ki.NrHwQueues), int(ki.QueueDepth), maxIO); err != nil {
 		return err
@@ -243,6 +277,7 @@ func (d *Device) startQueues(ctx context.Context, n, depth, maxIO int) error {
 	d.char = char
 	for i := range n {
 		q := newQueue(uint16(i), depth, d.target, d.params.Size)
+		q.mode, q.canRegister = d.mode, d.flags&uapi.UBLK_F_SUPPORT_ZERO_COPY != 0
 		if err := q.open(int(char.Fd()), maxIO); err != nil {
 			return err
 		}
