@@ -66,8 +66,8 @@ type queue struct {
 	// which only the kernel registers.
 	ownReg      []bool
 	canRegister bool
-	reqs   []Request
-	state   []uint8
+	reqs        []Request
+	state       []uint8
 	// serving counts tags in state tagServing; aborted those in
 	// tagAborted.
 	serving, aborted int
