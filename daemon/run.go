@@ -61,7 +61,27 @@ type served struct {
 	stopErr  error
 }
 
-func (s *served) Status() any { return s.a.Status(s.dev.Path(), os.Getpid()) }
+func (s *served) Status() any { return status(s.a, s.dev) }
+
+// status is the array's status with how its device moves data.
+func status(a *raid.Array, dev *ublk.Device) raid.Status {
+	st := a.Status(dev.Path(), os.Getpid())
+	zc := dev.ZeroCopy()
+	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
+	return st
+}
+
+// ZeroCopyEnv chooses the daemon's zero-copy mode (auto, off or register; see ublk.ZeroCopy), for
+// tests and for measuring the copy against zero copy.
+const ZeroCopyEnv = "URAID_ZERO_COPY"
+
+func zeroCopyOption() (ublk.ZeroCopy, error) {
+	zc, err := ublk.ParseZeroCopy(os.Getenv(ZeroCopyEnv))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", ZeroCopyEnv, err)
+	}
+	return zc, nil
+}
 
 // Stop asks the main goroutine to stop the array and waits until it has.
 func (s *served) Stop() error {
@@ -89,7 +109,11 @@ func Run(a *raid.Array, queues, depth int, n *Notifier, onReady func(device stri
 	}
 	defer srv.Close()
 
-	dev, err := ublk.New(a, ublk.Options{Queues: queues, Depth: depth})
+	zc, err := zeroCopyOption()
+	if err != nil {
+		return fmt.Errorf("array %s: %w", name, err)
+	}
+	dev, err := ublk.New(a, ublk.Options{Queues: queues, Depth: depth, ZeroCopy: zc})
 	if err != nil {
 		return fmt.Errorf("array %s: %w", name, err)
 	}
@@ -116,7 +140,7 @@ func Run(a *raid.Array, queues, depth int, n *Notifier, onReady func(device stri
 
 	s := &served{a: a, dev: dev, stopReq: make(chan struct{}), stopped: make(chan struct{})}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(func() raid.Status { return a.Status(dev.Path(), os.Getpid()) }))
+	reg.MustRegister(newCollector(func() raid.Status { return status(a, dev) }))
 	srv.Serve(s, reg)
 
 	sigs := make(chan os.Signal, 1)

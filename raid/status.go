@@ -34,6 +34,15 @@ type Status struct {
 	// in progress and the last one's outcome, for arrays with copies (raid1, raid10).
 	Regions *RegionCounts `json:"regions,omitempty"`
 	Sync    *SyncStatus   `json:"sync,omitempty"`
+	// ZeroCopy is true when member reads and writes use the request's own pages instead of a copy
+	// through the server's buffers; ZeroCopyMode says how ("auto-buf-reg", "register" or "copy"),
+	// ZeroCopyReason why not. CopyBufferBytes is the memory mapped for copies: 0 in zero-copy
+	// mode, where the server holds no mapping of the data at all. Filled in by whoever serves the
+	// device; all zero while none does.
+	ZeroCopy        bool   `json:"zero_copy"`
+	ZeroCopyMode    string `json:"zero_copy_mode,omitempty"`
+	ZeroCopyReason  string `json:"zero_copy_reason,omitempty"`
+	CopyBufferBytes int64  `json:"copy_buffer_bytes"`
 }
 
 // MemberStatus is one member slot.

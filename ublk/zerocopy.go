@@ -103,7 +103,7 @@ type ZeroCopyStatus struct {
 // target and the kernel's features; reason explains a copy.
 func chooseMode(want ZeroCopy, t Target, features uint64, kernel string) (m dataMode, reason string) {
 	if want == ZeroCopyOff {
-		return modeCopy, "turned off by the server's options"
+		return modeCopy, "turned off (zero copy mode off)"
 	}
 	if _, ok := t.(RingTarget); !ok {
 		return modeCopy, fmt.Sprintf("the target (%T) moves the data itself, not on the queue ring", t)
