@@ -250,7 +250,8 @@ func (d *Device) startRecovery(ctx context.Context) error {
 	d.flags = ki.Flags
 	d.mode = flagsMode(ki.Flags)
 	if d.mode.zeroCopy() {
-		if m, why := chooseMode(d.opts.ZeroCopy, d.target, ki.Flags, kernelRelease()); m == modeCopy {
+		// The option does not matter here, only whether the target can.
+		if m, why := chooseMode(ZeroCopyAuto, d.target, ki.Flags, kernelRelease()); m == modeCopy {
 			return fmt.Errorf("ublk recover dev %d: it was created for zero copy (%s), which this server cannot serve: %s", id, d.mode, why)
 		}
 	} else {
