@@ -32,6 +32,12 @@ counters() { # $1: daemon pid or empty
 	if [ -n "$1" ]; then
 		grep -E 'ctxt_switches' /proc/"$1"/status | tr -s ' \t' ' ' | tr '\n' ' '
 		echo "threads $(ls /proc/"$1"/task | wc -l), io_uring workers $(cat /proc/"$1"/task/*/comm | grep -c '^iou-wrk' || true)"
+		# CPU of each thread since the daemon started, user+system in clock ticks, the busiest first:
+		# the queue threads, the Go runtime's, and io_uring's workers (iou-wrk), which run member I/O
+		# the kernel could not issue inline.
+		for t in /proc/"$1"/task/*; do
+			echo "$(awk '{print $14 + $15}' "$t/stat") $(cat "$t/comm")"
+		done | sort -rn | awk '$1 > 0' | head -8 | tr '\n' ',' | sed 's/,$/\n/'
 		ps -o time=,comm= -p "$1"
 	fi
 }
