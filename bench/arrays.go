@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"uraid/daemon"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -18,6 +19,9 @@ type System struct {
 	MD      bool
 	Level   mapping.Level // RAID0 or RAID10
 	Discard string        // uraid's --discard: "sync" or "async"
+	// ZeroCopy is uraid's URAID_ZERO_COPY ("" for the default: zero copy
+	// where the kernel has it).
+	ZeroCopy string
 }
 
 func mdSystem(level mapping.Level) System {
@@ -75,7 +79,11 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 		}
 		return &array{sys: sys, dev: dev}, nil
 	}
-	out, err := run(ctx, r.cfg.URaid, createArgs(sys, members, drives)...)
+	var env []string
+	if sys.ZeroCopy != "" {
+		env = []string{daemon.ZeroCopyEnv + "=" + sys.ZeroCopy}
+	}
+	out, err := runEnv(ctx, env, r.cfg.URaid, createArgs(sys, members, drives)...)
 	if err != nil {
 		return nil, err
 	}

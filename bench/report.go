@@ -65,6 +65,7 @@ type Target struct {
 	Goal     string
 	System   string
 	Value    float64 // the ratio compared with Limit
+	Min, Max float64 // its spread over the repetitions (see Ratio)
 	Limit    float64
 	AtMost   bool // Value must be <= Limit, else >= Limit
 	Missing  bool // the run lacks a figure the target needs
@@ -89,11 +90,10 @@ func (s *Suite) Targets() []Target {
 		a, okA := s.Find(sysA, keyA)
 		b, okB := s.Find(sysB, keyB)
 		t := Target{Scenario: scen, Goal: goal, System: sysA, Limit: limit, AtMost: atMost}
-		if !okA || !okB || b.Median == 0 {
-			t.Missing = true
-		} else {
-			t.Value = a.Median / b.Median
+		if okA && okB {
+			t.Value, t.Min, t.Max, _, okA = ratioOf(a, b)
 		}
+		t.Missing = !okA || !okB
 		out = append(out, t)
 	}
 	for _, l := range []string{"0", "10"} {
@@ -116,6 +116,7 @@ func (s *Suite) Targets() []Target {
 		ratio("e", "4K randwrite IOPS >= 0.8x md", us, "e-io/randwrite-4k-qd32/iops", md, "e-io/randwrite-4k-qd32/iops", 0.8, false)
 		ratio("e", "1M read MiB/s >= 0.9x md", us, "e-io/read-1m/throughput", md, "e-io/read-1m/throughput", 0.9, false)
 		ratio("e", "1M write MiB/s >= 0.9x md", us, "e-io/write-1m/throughput", md, "e-io/write-1m/throughput", 0.9, false)
+		ratio("e", "4K QD1 read latency p50 <= 2x md", us, "e-io/randread-4k-qd1/lat_p50", md, "e-io/randread-4k-qd1/lat_p50", 2, true)
 	}
 	ratio("f", "fstrim wall <= 0.25x md", "uraid-raid10-async", "f-slow-member/fstrim/wall", "md-raid10", "f-slow-member/fstrim/wall", 0.25, true)
 	ratio("f", "read p99 during fstrim <= 0.5x md", "uraid-raid10-async", "f-slow-member/during-fstrim/read_p99",
@@ -129,7 +130,7 @@ func (s *Suite) WriteTargets(w io.Writer) {
 	fmt.Fprintln(w, "| | target | array | ratio | limit | met |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---|")
 	for _, t := range s.Targets() {
-		v, met := fmt.Sprintf("%.2f", t.Value), map[bool]string{true: "yes", false: "**no**"}[t.Met()]
+		v, met := spread(t.Value, t.Min, t.Max), map[bool]string{true: "yes", false: "**no**"}[t.Met()]
 		if t.Missing {
 			v, met = "n/a", "not measured"
 		}
@@ -165,8 +166,8 @@ func (s *Suite) WriteRatios(w io.Writer, ref *Suite) {
 		if r.Better == "higher" {
 			better = "↑"
 		}
-		line := fmt.Sprintf("| %s %s | %s | %s | %s | %.2f |", r.Key, better, strings.TrimPrefix(r.URaid, "uraid-"),
-			fmtVal(r.URaidVal, r.Unit), fmtVal(r.MDVal, r.Unit), r.Ratio)
+		line := fmt.Sprintf("| %s %s | %s | %s | %s | %s |", r.Key, better, strings.TrimPrefix(r.URaid, "uraid-"),
+			fmtVal(r.URaidVal, r.Unit), fmtVal(r.MDVal, r.Unit), spread(r.Ratio, r.Min, r.Max))
 		if ref != nil {
 			if v, ok := refRatio[r.URaid+"|"+r.Key]; ok {
 				line += fmt.Sprintf(" %.2f |", v)
@@ -176,6 +177,15 @@ func (s *Suite) WriteRatios(w io.Writer, ref *Suite) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// spread prints a ratio with its range over the repetitions, when it has
+// one: "0.84 (0.79–0.91)".
+func spread(v, lo, hi float64) string {
+	if lo == hi {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", v, lo, hi)
 }
 
 func fmtVal(v float64, unit string) string {

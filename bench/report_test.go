@@ -145,3 +145,30 @@ func TestMerge(t *testing.T) {
 		{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}, Median: 4},
 	}, s.Results)
 }
+
+// Ratios pair repetitions by index and report the median with its range;
+// results whose repetitions do not pair up compare medians.
+func TestRatioSpread(t *testing.T) {
+	s := Suite{Results: []Result{
+		{Scenario: "e-io", Case: "read-1m", Metric: "throughput", Unit: "MiB/s", Better: "higher", System: "md-raid10", Values: []float64{100, 200, 100, 50, 100}},
+		{Scenario: "e-io", Case: "read-1m", Metric: "throughput", Unit: "MiB/s", Better: "higher", System: "uraid-raid10-sync", Values: []float64{80, 100, 90, 50, 70}},
+		{Scenario: "c-fstrim", Case: "x", Metric: "wall", Unit: "ms", Better: "lower", System: "md-raid10", Values: []float64{10, 30}},
+		{Scenario: "c-fstrim", Case: "x", Metric: "wall", Unit: "ms", Better: "lower", System: "uraid-raid10-sync", Values: []float64{5}},
+	}}
+	for i := range s.Results {
+		s.Results[i].Median = median(s.Results[i].Values)
+	}
+	rs := s.Ratios()
+	require.Len(t, rs, 2)
+	// Per repetition: 0.8, 0.5, 0.9, 1.0, 0.7.
+	assert.InDelta(t, 0.8, rs[0].Ratio, 1e-9)
+	assert.InDelta(t, 0.5, rs[0].Min, 1e-9)
+	assert.InDelta(t, 1.0, rs[0].Max, 1e-9)
+	assert.Equal(t, 5, rs[0].Reps)
+	assert.InDelta(t, 0.25, rs[1].Ratio, 1e-9)
+	assert.Equal(t, rs[1].Min, rs[1].Max)
+	var out bytes.Buffer
+	s.WriteRatios(&out, nil)
+	assert.Contains(t, out.String(), "| 0.80 (0.50–1.00) |")
+	assert.Contains(t, out.String(), "| 0.25 |")
+}

@@ -44,8 +44,11 @@ func median(v []float64) float64 {
 	}
 }
 
-// Ratio is a uraid median over the md median of the same level and
-// measurement.
+// Ratio compares a uraid result with md's of the same level and
+// measurement. Repetitions pair up by index (scenario (e) measures both in
+// every repetition): Ratio is the median of the per-repetition ratios, Min
+// and Max their spread. Results whose repetitions do not pair up compare
+// medians, with no spread.
 type Ratio struct {
 	Key      string  `json:"key"`
 	Unit     string  `json:"unit"`
@@ -55,6 +58,31 @@ type Ratio struct {
 	URaidVal float64 `json:"uraid_value"`
 	MDVal    float64 `json:"md_value"`
 	Ratio    float64 `json:"ratio"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	Reps     int     `json:"reps"`
+}
+
+// ratioOf compares a with b: the median, lowest and highest of a's
+// repetitions over b's, paired by index, and how many pairs there were;
+// with no pairs (counts differ), the ratio of the medians and n 1. ok is
+// false when b is zero.
+func ratioOf(a, b Result) (med, lo, hi float64, n int, ok bool) {
+	if len(a.Values) == len(b.Values) && len(a.Values) > 0 {
+		var rs []float64
+		for i, v := range a.Values {
+			if b.Values[i] == 0 {
+				return 0, 0, 0, 0, false
+			}
+			rs = append(rs, v/b.Values[i])
+		}
+		return median(rs), slices.Min(rs), slices.Max(rs), len(rs), true
+	}
+	if b.Median == 0 {
+		return 0, 0, 0, 0, false
+	}
+	r := a.Median / b.Median
+	return r, r, r, 1, true
 }
 
 // Ratios pairs every uraid result with md's result of the same level and
@@ -73,11 +101,15 @@ func (s *Suite) Ratios() []Ratio {
 			continue
 		}
 		m, ok := md[level+"|"+r.Key()]
-		if !ok || m.Median == 0 {
+		if !ok {
+			continue
+		}
+		med, lo, hi, n, ok := ratioOf(r, m)
+		if !ok {
 			continue
 		}
 		out = append(out, Ratio{Key: r.Key(), Unit: r.Unit, Better: r.Better, URaid: r.System, MD: m.System,
-			URaidVal: r.Median, MDVal: m.Median, Ratio: r.Median / m.Median})
+			URaidVal: r.Median, MDVal: m.Median, Ratio: med, Min: lo, Max: hi, Reps: n})
 	}
 	return out
 }

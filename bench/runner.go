@@ -21,7 +21,10 @@ type Config struct {
 	MemberSize int64
 	// Drive is the simulated SSD of every scenario but (e) and (f).
 	Drive Drive
-	Log   io.Writer
+	// AllowBusy keeps figures measured while the guest's CPU speed moved
+	// (see ErrBusy) instead of refusing the run.
+	AllowBusy bool
+	Log       io.Writer
 }
 
 // Drive is a simulated SSD's settings, as simssd flags.
@@ -49,7 +52,12 @@ var Fast = Drive{}
 type Runner struct {
 	cfg     Config
 	results []Result
+	busy    bool // a repetition ran while the guest's CPU was not its own
 }
+
+// Busy reports whether figures were kept although the guest's CPU speed
+// moved while they were measured (see ErrBusy).
+func (r *Runner) Busy() bool { return r.busy }
 
 // NewRunner checks cfg.
 func NewRunner(cfg Config) (*Runner, error) {
@@ -91,7 +99,15 @@ func (r *Runner) add(res Result, v float64) {
 
 // run executes a command and returns its stdout, with stderr in the error.
 func run(ctx context.Context, name string, args ...string) (string, error) {
+	return runEnv(ctx, nil, name, args...)
+}
+
+// runEnv is run with env added to the environment.
+func runEnv(ctx context.Context, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

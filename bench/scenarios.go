@@ -24,7 +24,7 @@ func Scenarios() []Scenario {
 		{"b-churn", "ext4 small-file churn: files/s with -o discard and nodiscard", (*Runner).churn},
 		{"c-fstrim", "FITRIM wall time on a fragmented ext4", (*Runner).fstrim},
 		{"d-read-under-discard", "4 KiB random-read p99 with and without a discard stream", (*Runner).readUnderDiscard},
-		{"e-io", "random IOPS at QD32 and 1 MiB sequential throughput on fast members", (*Runner).rawIO},
+		{"e-io", "random IOPS at QD32, 1 MiB sequential throughput and QD1 read latency on kernel-native members (brd)", (*Runner).rawIO},
 		{"f-slow-member", "RAID10 with one SATA-like member: fstrim and I/O latency while it runs", (*Runner).slowMember},
 	}
 }
@@ -216,61 +216,6 @@ func (r *Runner) readUnderDiscard() error {
 					float64(res["trim"].Trim.IOs))
 			}
 			return r.drain(a)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// (e) The I/O path alone: random 4 KiB IOPS at QD32 and 1 MiB sequential
-// throughput, on members whose TRIMs are instant. The discard mode does not
-// matter here, so uraid runs in sync mode only.
-func (r *Runner) rawIO() error {
-	rt := r.dur(5*time.Second, 2*time.Second)
-	tests := []struct {
-		name, metric, unit string
-		opts               []string
-		write              bool
-		iops               bool
-	}{
-		{"randread-4k-qd32", "iops", "iops", []string{"rw=randread", "bs=4k", "iodepth=32"}, false, true},
-		{"randwrite-4k-qd32", "iops", "iops", []string{"rw=randwrite", "bs=4k", "iodepth=32"}, true, true},
-		{"read-1m", "throughput", "MiB/s", []string{"rw=read", "bs=1M", "iodepth=8"}, false, false},
-		{"write-1m", "throughput", "MiB/s", []string{"rw=write", "bs=1M", "iodepth=8"}, true, false},
-	}
-	var systems []System
-	for _, l := range r.levels() {
-		systems = append(systems, mdSystem(l), uraidSystem(l, "sync"))
-	}
-	for _, sys := range systems {
-		err := r.withArray(sys, same(Fast, 4), func(a *array) error {
-			var jobs []job
-			for _, t := range tests {
-				jobs = append(jobs, job{t.name, append([]string{"stonewall"}, t.opts...)})
-			}
-			for rep := range r.cfg.Reps {
-				ctx, cancel := fioCtx(time.Duration(len(tests)) * rt)
-				res, err := fio(ctx, []string{"filename=" + a.dev, "size=256M", secs(rt), "time_based", ramp}, jobs...)
-				cancel()
-				if err != nil {
-					return err
-				}
-				for _, t := range tests {
-					side := res[t.name].Read
-					if t.write {
-						side = res[t.name].Write
-					}
-					v := side.IOPS
-					if !t.iops {
-						v = side.BW / 1024
-					}
-					r.logf("e %s %s rep %d: %.1f %s", sys.Name, t.name, rep, v, t.unit)
-					r.add(Result{Scenario: "e-io", Case: t.name, System: sys.Name, Metric: t.metric, Unit: t.unit, Better: "higher"}, v)
-				}
-			}
-			return nil
 		})
 		if err != nil {
 			return err

@@ -74,10 +74,11 @@ func (d *fakeDevice) FailQueue(q int, err error) error {
 	close(d.failed)
 	return nil
 }
-func (d *fakeDevice) Failed() <-chan struct{} { return d.failed }
-func (d *fakeDevice) Err() error              { return d.err }
-func (d *fakeDevice) Path() string            { return "/dev/ublkb5" }
-func (d *fakeDevice) Flags() ublk.Flags       { return d.flags }
+func (d *fakeDevice) Failed() <-chan struct{}       { return d.failed }
+func (d *fakeDevice) Err() error                    { return d.err }
+func (d *fakeDevice) Path() string                  { return "/dev/ublkb5" }
+func (d *fakeDevice) Flags() ublk.Flags             { return d.flags }
+func (d *fakeDevice) ZeroCopy() ublk.ZeroCopyStatus { return ublk.ZeroCopyStatus{Mode: "copy"} }
 
 // lifecycle is a served array over member files with a fake device, its loop running.
 type lifecycle struct {

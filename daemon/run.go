@@ -71,6 +71,7 @@ type device interface {
 	Err() error
 	Path() string
 	Flags() ublk.Flags
+	ZeroCopy() ublk.ZeroCopyStatus
 }
 
 // Run serves a, just created or assembled, as a new ublk device until it is stopped (SIGTERM,
@@ -250,9 +251,26 @@ func newRecord(a *raid.Array, cfg Config) *Record {
 	}
 }
 
-// deviceOptions asks for user recovery, with reissue, wherever the driver has them.
+// ZeroCopyEnv chooses the daemon's zero-copy mode (auto, off or register; see ublk.ZeroCopy), for
+// tests and for measuring the copy against zero copy.
+const ZeroCopyEnv = "URAID_ZERO_COPY"
+
+func zeroCopyOption() (ublk.ZeroCopy, error) {
+	zc, err := ublk.ParseZeroCopy(os.Getenv(ZeroCopyEnv))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", ZeroCopyEnv, err)
+	}
+	return zc, nil
+}
+
+// deviceOptions asks for user recovery, with reissue, wherever the driver has them, and the
+// zero-copy mode URAID_ZERO_COPY chooses.
 func deviceOptions(o raid.Options) (ublk.Options, error) {
-	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth}
+	zc, err := zeroCopyOption()
+	if err != nil {
+		return ublk.Options{}, err
+	}
+	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth, ZeroCopy: zc}
 	bits, err := ublk.Features()
 	if err != nil {
 		return uo, err
@@ -513,6 +531,8 @@ func (s *served) status() Status {
 	if s.failure != "" {
 		st.State = raid.StateNameFailed
 	}
+	zc := s.dev.ZeroCopy()
+	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
 	st.Recovery = RecoveryStatus{Enabled: s.flags.UserRecovery(), Reissue: s.flags.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
 	return st
 }

@@ -58,11 +58,25 @@ func createArray(t *testing.T, c arrayCase, mode string) (*Array, []string) {
 
 func harness(t *testing.T, a *Array) *ublk.Harness {
 	t.Helper()
-	h, err := ublk.NewHarness(a, 8, harnessMaxIO)
+	return harnessMode(t, a, false)
+}
+
+// harnessMode is harness in zero-copy mode when zc is set: member I/O is fixed-buffer I/O, the
+// array never sees a request buffer.
+func harnessMode(t *testing.T, a *Array, zc bool) *ublk.Harness {
+	t.Helper()
+	newHarness := ublk.NewHarness
+	if zc {
+		newHarness = ublk.NewZeroCopyHarness
+	}
+	h, err := newHarness(a, 8, harnessMaxIO)
 	require.NoError(t, err)
+	require.Equal(t, zc, h.ZeroCopy())
 	t.Cleanup(func() { h.Close() })
 	return h
 }
+
+var dataModes = map[string]bool{"copy": false, "zero-copy": true}
 
 func do(t *testing.T, h *ublk.Harness, op ublk.Op, off int64, data []byte) []byte {
 	t.Helper()
@@ -84,45 +98,50 @@ func do(t *testing.T, h *ublk.Harness, op ublk.Op, off int64, data []byte) []byt
 }
 
 // TestArrayDataSurvives writes random data at random places through the array's ublk target,
-// reads it back, then stops the array, assembles it again and reads everything once more.
+// reads it back, then stops the array, assembles it again and reads everything once more; with
+// the queue copying through its buffers and in zero-copy mode.
 func TestArrayDataSurvives(t *testing.T) {
-	for _, c := range arrayCases {
-		t.Run(c.String(), func(t *testing.T) {
-			a, paths := createArray(t, c, "sync")
-			size := a.Map().Size()
-			model := make([]byte, size)
-			rng := rand.New(rand.NewPCG(1, uint64(c.n)))
-			h := harness(t, a)
-			require.NoError(t, a.MarkDirty())
-			for range 200 {
-				n := (rng.Int64N(harnessMaxIO/512) + 1) * 512
-				off := rng.Int64N((size-n)/512+1) * 512
-				data := make([]byte, n)
-				for i := range data {
-					data[i] = byte(rng.Uint32())
-				}
-				do(t, h, ublk.OpWrite, off, data)
-				copy(model[off:], data)
-				if rng.IntN(4) == 0 {
-					o2 := rng.Int64N((size-n)/512+1) * 512
-					require.Equal(t, model[o2:o2+n], do(t, h, ublk.OpRead, o2, make([]byte, n)))
-				}
-			}
-			do(t, h, ublk.OpFlush, 0, nil)
-			require.NoError(t, h.Close())
-			require.NoError(t, a.MarkClean())
-			require.NoError(t, a.Close())
+	for mode, zc := range dataModes {
+		for _, c := range arrayCases {
+			t.Run(mode+"/"+c.String(), func(t *testing.T) { testArrayDataSurvives(t, c, zc) })
+		}
+	}
+}
 
-			b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
-			require.NoError(t, err)
-			defer b.Close()
-			assert.Equal(t, StateNameClean, b.Status("", 0).State)
-			h2 := harness(t, b)
-			for off := int64(0); off < size; off += harnessMaxIO {
-				n := min(harnessMaxIO, size-off)
-				require.Equal(t, model[off:off+n], do(t, h2, ublk.OpRead, off, make([]byte, n)), "offset %d", off)
-			}
-		})
+func testArrayDataSurvives(t *testing.T, c arrayCase, zc bool) {
+	a, paths := createArray(t, c, "sync")
+	size := a.Map().Size()
+	model := make([]byte, size)
+	rng := rand.New(rand.NewPCG(1, uint64(c.n)))
+	h := harnessMode(t, a, zc)
+	require.NoError(t, a.MarkDirty())
+	for range 200 {
+		n := (rng.Int64N(harnessMaxIO/512) + 1) * 512
+		off := rng.Int64N((size-n)/512+1) * 512
+		data := make([]byte, n)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		do(t, h, ublk.OpWrite, off, data)
+		copy(model[off:], data)
+		if rng.IntN(4) == 0 {
+			o2 := rng.Int64N((size-n)/512+1) * 512
+			require.Equal(t, model[o2:o2+n], do(t, h, ublk.OpRead, o2, make([]byte, n)))
+		}
+	}
+	do(t, h, ublk.OpFlush, 0, nil)
+	require.NoError(t, h.Close())
+	require.NoError(t, a.MarkClean())
+	require.NoError(t, a.Close())
+
+	b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, StateNameClean, b.Status("", 0).State)
+	h2 := harnessMode(t, b, zc)
+	for off := int64(0); off < size; off += harnessMaxIO {
+		n := min(harnessMaxIO, size-off)
+		require.Equal(t, model[off:off+n], do(t, h2, ublk.OpRead, off, make([]byte, n)), "offset %d", off)
 	}
 }
 
@@ -268,9 +287,15 @@ func TestEngineConfigInFlight(t *testing.T) {
 // allocate nothing once warm: the mapping goes into per-tag slices and member I/O onto the queue's
 // ring.
 func TestArrayHotPathAllocs(t *testing.T) {
+	for mode, zc := range dataModes {
+		t.Run(mode, func(t *testing.T) { testArrayHotPathAllocs(t, zc) })
+	}
+}
+
+func testArrayHotPathAllocs(t *testing.T, zc bool) {
 	a, _ := createArray(t, arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}, "async")
 	defer a.Close()
-	h := harness(t, a)
+	h := harnessMode(t, a, zc)
 	for _, r := range []ublk.HarnessRequest{
 		{Op: ublk.OpWrite, Offset: 1 << 20, Length: 64 << 10},
 		{Op: ublk.OpRead, Offset: 1 << 20, Length: 64 << 10},

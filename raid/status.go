@@ -42,6 +42,16 @@ type Status struct {
 	// may differ: "pending" or "running" while some need it, empty once none does.
 	Unclean bool   `json:"unclean"`
 	Resync  string `json:"resync,omitempty"`
+
+	// ZeroCopy is true when member reads and writes use the request's own pages instead of a copy
+	// through the server's buffers; ZeroCopyMode says how ("auto-buf-reg", "register" or "copy"),
+	// ZeroCopyReason why not. CopyBufferBytes is the memory mapped for copies: 0 in zero-copy
+	// mode, where the server holds no mapping of the data at all. Filled in by whoever serves the
+	// device; all zero while none does.
+	ZeroCopy        bool   `json:"zero_copy"`
+	ZeroCopyMode    string `json:"zero_copy_mode,omitempty"`
+	ZeroCopyReason  string `json:"zero_copy_reason,omitempty"`
+	CopyBufferBytes int64  `json:"copy_buffer_bytes"`
 }
 
 // MemberStatus is one member slot.

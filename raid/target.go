@@ -186,8 +186,7 @@ func (a *Array) prepRead(r *ublk.Request, t *tagState, i int) {
 	}
 	c := rp.Pick()
 	p := &t.pieces[i]
-	buf := r.Buf[p.Logical-r.Offset : p.Logical-r.Offset+p.Length]
-	if err := r.PrepRead(a.fd(c.Member), buf, a.dataOff[c.Member]+c.Off, uint32(i)); err != nil {
+	if err := r.PrepReadInto(a.fd(c.Member), p.Logical-r.Offset, p.Length, a.dataOff[c.Member]+c.Off, uint32(i)); err != nil {
 		a.engine.EndRead(&t.read, i)
 		t.err = -int32(unix.EIO)
 		return
@@ -248,12 +247,12 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 		if t.failed[i] {
 			continue
 		}
-		buf := r.Buf[e.Logical-r.Offset : e.Logical-r.Offset+e.Length]
+		// Every copy of a mirror writes from the request's same pages.
 		fd := a.fd(e.Member)
 		if sh := t.shadow[i]; sh != nil {
 			fd = int(sh.File.Fd())
 		}
-		if err := r.PrepWrite(fd, buf, a.dataOff[e.Member]+e.Offset, r.FUA, uint32(i)); err != nil {
+		if err := r.PrepWriteFrom(fd, e.Logical-r.Offset, e.Length, a.dataOff[e.Member]+e.Offset, r.FUA, uint32(i)); err != nil {
 			a.engine.EndWrite(&t.write, i)
 			t.failed[i] = true
 			continue

@@ -128,17 +128,7 @@ func TestE2EUblkFilesystem(t *testing.T) {
 func TestE2EUblkFioVerify(t *testing.T) {
 	needGuest(t)
 	srv := startUblkServer(t, backingFile(t))
-	job := []string{
-		"--name=verify", "--filename=" + srv.Path, "--rw=randwrite", "--bsrange=4k-64k",
-		"--size=64M", "--ioengine=io_uring", "--iodepth=16", "--direct=1",
-		"--verify=crc32c", "--verify_fatal=1", "--randseed=42", "--group_reporting",
-	}
-	out := sh(t, "fio", job...)
-	require.Contains(t, out, "err= 0", out)
-	dropCaches(t)
-	out = sh(t, "fio", append(job, "--verify_only")...)
-	require.Contains(t, out, "err= 0", out)
-	require.Contains(t, out, "verify", out)
+	fioVerify(t, srv.Path, "64M")
 	srv.Stop()
 }
 
@@ -387,11 +377,21 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 }
 
 // With user recovery a killed server's device stays, quiesced, with its
-// number; a new server takes it over and serves the same data.
+// number; a new server takes it over and serves the same data. In every
+// zero-copy mode: the new server's ring has none of the dead one's buffer
+// registrations.
 func TestE2EUblkUserRecovery(t *testing.T) {
 	needFeature(t, uapi.UBLK_F_USER_RECOVERY)
+	for _, zc := range zeroCopyModes {
+		t.Run(zc, func(t *testing.T) { userRecovery(t, zc) })
+	}
+}
+
+func userRecovery(t *testing.T, zc string) {
 	backing := backingFile(t)
-	first := startUblkServer(t, backing, "-recovery")
+	first := startUblkServer(t, backing, "-recovery", "-zerocopy", zc)
+	z := first.ZeroCopy
+	checkZeroCopy(t, zc, z.On, z.Mode, z.Reason, z.BufferBytes)
 	data := alignedBuf(1 << 20)
 	for i := range data {
 		data[i] = byte(i/512) ^ 0x5a
@@ -410,8 +410,9 @@ func TestE2EUblkUserRecovery(t *testing.T) {
 	_, err = os.Stat(first.Path)
 	require.NoError(t, err, "the block device survives its server")
 
-	second := startUblkServer(t, backing, "-recovery", "-recover", fmt.Sprint(first.ID))
+	second := startUblkServer(t, backing, "-recovery", "-zerocopy", zc, "-recover", fmt.Sprint(first.ID))
 	require.Equal(t, first.ID, second.ID)
+	assert.Equal(t, first.ZeroCopy.Mode, second.ZeroCopy.Mode)
 	info, err := ublk.Info(uint32(second.ID))
 	require.NoError(t, err)
 	assert.Equal(t, "live", info.State)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"uraid/tests/internal/ublkfile"
+	"uraid/ublk"
 	"uraid/ublk/filetarget"
 )
 
@@ -30,15 +31,17 @@ func init() {
 
 // ublkServer is a running ublkfile server process.
 type ublkServer struct {
-	t      testing.TB
-	cmd    *exec.Cmd
-	ID     int
-	Path   string // /dev/ublkbID
-	lines  chan string
-	done   chan struct{} // closed when the process has been reaped
-	mu     sync.Mutex
-	err    error // exit status, after done
-	stderr strings.Builder
+	t    testing.TB
+	cmd  *exec.Cmd
+	ID   int
+	Path string // /dev/ublkbID
+	// ZeroCopy is how the device moves data, as the server reported it.
+	ZeroCopy ublk.ZeroCopyStatus
+	lines    chan string
+	done     chan struct{} // closed when the process has been reaped
+	mu       sync.Mutex
+	err      error // exit status, after done
+	stderr   strings.Builder
 }
 
 // slow scales timeouts: the guest runs under TCG, and the race detector
@@ -87,9 +90,16 @@ func startUblkServer(t testing.TB, file string, flags ...string) *ublkServer {
 	})
 
 	line := s.expect("ready", slow*10*time.Second)
-	id, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready")))
+	f := strings.SplitN(line, " ", 3)
+	if len(f) != 3 {
+		t.Fatalf("ublk server: bad ready line %q", line)
+	}
+	id, err := strconv.Atoi(f[1])
 	if err != nil {
 		t.Fatalf("ublk server: bad ready line %q", line)
+	}
+	if err := json.Unmarshal([]byte(f[2]), &s.ZeroCopy); err != nil {
+		t.Fatalf("ublk server: bad ready line %q: %v", line, err)
 	}
 	s.ID, s.Path = id, fmt.Sprintf("/dev/ublkb%d", id)
 	return s

@@ -43,6 +43,8 @@ type Device struct {
 	added   bool   // ADD_DEV succeeded: DEL_DEV is owed
 	live    bool   // START_DEV succeeded: STOP_DEV is owed
 	char    *os.File
+	mode    dataMode // how request data moves; set by start
+	zcWhy   string   // why mode copies, when it does
 	queues  []*queue
 	running sync.WaitGroup // queue goroutines
 
@@ -123,6 +125,17 @@ func (d *Device) ID() uint32 {
 	return d.id
 }
 
+// ZeroCopy says how the started device moves request data.
+func (d *Device) ZeroCopy() ZeroCopyStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := ZeroCopyStatus{On: d.mode.zeroCopy(), Mode: d.mode.String(), Reason: d.zcWhy}
+	for _, q := range d.queues {
+		st.BufferBytes += q.bufferBytes()
+	}
+	return st
+}
+
 // Path is the block device node, valid once Start succeeded.
 func (d *Device) Path() string { return blockPath(d.ID()) }
 
@@ -170,10 +183,18 @@ func (d *Device) start(ctx context.Context) error {
 	if d.opts.ReissueOnRecovery {
 		info.Flags |= uapi.UBLK_F_USER_RECOVERY_REISSUE
 	}
+	// A kernel without GET_FEATURES (before 6.5) has no zero copy either.
+	features, _ := ctrl.getFeatures()
+	d.mode, d.zcWhy = chooseMode(d.opts.ZeroCopy, d.target, features, kernelRelease())
+	info.Flags |= modeFlags(d.mode, features)
 	if err := ctrl.addDev(info); err != nil {
 		return err
 	}
 	d.id, d.flags, d.added = info.DevID, info.Flags, true
+	// The kernel clears the flags it does not support in its answer.
+	if got := flagsMode(info.Flags); got != d.mode {
+		d.mode, d.zcWhy = got, fmt.Sprintf("kernel %s accepted flags %#x but not the zero-copy flags asked", kernelRelease(), info.Flags)
+	}
 	// The kernel may clamp queues to the CPUs and the buffer size to its
 	// limit: serve what it agreed to.
 	if int(info.NrHwQueues) < 1 || int(info.QueueDepth) != d.opts.Depth || int(info.MaxIOBufBytes) > d.opts.MaxIOBytes {
@@ -228,6 +249,17 @@ func (d *Device) startRecovery(ctx context.Context) error {
 			id, kp.Basic.DevSectors, 1<<kp.Basic.LogicalBsShift, d.params.Size, d.params.logical())
 	}
 	d.id, d.flags = id, ki.Flags
+	// The device keeps the data mode it was created with; this server
+	// must be able to serve it so.
+	d.mode = flagsMode(ki.Flags)
+	if d.mode.zeroCopy() {
+		// The option does not matter here, only whether the target can.
+		if m, why := chooseMode(ZeroCopyAuto, d.target, ki.Flags, kernelRelease()); m == modeCopy {
+			return fmt.Errorf("ublk recover dev %d: it was created for zero copy (%s), which this server cannot serve: %s", id, d.mode, why)
+		}
+	} else {
+		d.zcWhy = "the device was created without zero copy"
+	}
 	maxIO := int(ki.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
 	if err := d.makeQueues(int(ki.NrHwQueues), int(ki.QueueDepth), maxIO); err != nil {
 		return err
@@ -264,6 +296,7 @@ func (d *Device) startRecovery(ctx context.Context) error {
 func (d *Device) makeQueues(n, depth, maxIO int) error {
 	for i := range n {
 		q := newQueue(uint16(i), depth, d.target, d.params.Size)
+		q.mode, q.canRegister = d.mode, d.flags&uapi.UBLK_F_SUPPORT_ZERO_COPY != 0
 		d.queues = append(d.queues, q)
 		if err := q.openBuffers(maxIO); err != nil {
 			return err

@@ -29,6 +29,18 @@
 // it prepares ring I/O as in Serve. A request that waits costs neither a
 // goroutine nor a blocked queue.
 //
+// # Zero copy
+//
+// Where the kernel can lend the request's pages to the queue ring
+// (UBLK_F_AUTO_BUF_REG, 6.16; UBLK_F_SUPPORT_ZERO_COPY, 6.15), a RingTarget
+// that reaches request data only through Request.PrepReadInto and
+// PrepWriteFrom is served without a copy: those become fixed-buffer I/O on
+// the slot of the request's tag, and no buffer is mapped for the data, so
+// Request.Buf is nil. Elsewhere, or for a target that reads or writes the
+// bytes itself (ByteTarget), the driver copies through per-tag buffers.
+// Options.ZeroCopy can force either; Device.ZeroCopy says what was chosen
+// and why.
+//
 // # Cleanup and recovery
 //
 // A server that is killed leaves its device behind: RemoveOrphan and

@@ -34,6 +34,21 @@ type HarnessRequest struct {
 
 // NewHarness makes a queue of depth tags with maxIOBytes buffers for t.
 func NewHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
+	return newHarness(t, depth, maxIOBytes, false)
+}
+
+// NewZeroCopyHarness is NewHarness in zero-copy mode, as a device on a
+// kernel with UBLK_F_AUTO_BUF_REG runs when the target can (see
+// ByteTarget): the target sees no Request.Buf, and its PrepReadInto and
+// PrepWriteFrom become fixed-buffer I/O on slot tag of the ring's buffer
+// table. Without the driver there are no request pages to lend, so the
+// harness registers its own buffers (Buf) in those slots; the kernel then
+// reads and writes them directly, never through the target.
+func NewZeroCopyHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
+	return newHarness(t, depth, maxIOBytes, true)
+}
+
+func newHarness(t Target, depth, maxIOBytes int, zeroCopy bool) (*Harness, error) {
 	o, err := Options{Queues: 1, Depth: depth, MaxIOBytes: maxIOBytes}.withDefaults()
 	if err != nil {
 		return nil, err
@@ -43,6 +58,9 @@ func NewHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
 	q.harness = h
 	q.iods = make([]uapi.IODesc, o.Depth)
 	h.q = q
+	if zeroCopy {
+		q.mode, _ = chooseMode(ZeroCopyAuto, t, uapi.UBLK_F_AUTO_BUF_REG, "harness")
+	}
 	if err := q.openBuffers(o.MaxIOBytes); err != nil {
 		q.close()
 		return nil, err
@@ -53,12 +71,26 @@ func NewHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
 		return nil, fmt.Errorf("ublk harness: %w", err)
 	}
 	q.ring = ring
+	if q.mode.zeroCopy() {
+		if err := ring.RegisterBuffers(q.bufs); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("ublk harness: zero copy: %w", err)
+		}
+		q.fixedBase = make([]uint64, o.Depth)
+		for tag, b := range q.bufs {
+			q.fixedBase[tag] = bufAddr(b)
+		}
+	}
 	if err := q.armWake(); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
 }
+
+// ZeroCopy reports whether the harness serves its target in zero-copy
+// mode: NewZeroCopyHarness with a target that can be.
+func (h *Harness) ZeroCopy() bool { return h.q.mode.zeroCopy() }
 
 // Buf is tag's request buffer: fill it before starting a WRITE, read it
 // after a READ finished.

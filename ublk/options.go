@@ -44,6 +44,11 @@ type Options struct {
 	// every new queue is fetching, just before the device is made live
 	// again: a hook for tests that need a server to die at that point.
 	BeforeEndRecovery func()
+	// ZeroCopy chooses whether member I/O uses the request's own pages
+	// (see ZeroCopy); the zero value takes the best the kernel offers.
+	// Device.ZeroCopy says what was chosen and why. A device taken over
+	// with NewRecovery keeps the mode it was created with.
+	ZeroCopy ZeroCopy
 }
 
 // withDefaults fills in zero fields and checks the rest, so that a bad
@@ -66,6 +71,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("ublk options: queue depth %d is outside 1..%d", o.Depth, uapi.UBLK_MAX_QUEUE_DEPTH)
 	case o.MaxIOBytes < page || o.MaxIOBytes%page != 0 || o.MaxIOBytes > 1<<uapi.UBLK_IO_BUF_BITS:
 		return o, fmt.Errorf("ublk options: max I/O size %d is not a multiple of the page size %d up to %d", o.MaxIOBytes, page, 1<<uapi.UBLK_IO_BUF_BITS)
+	case o.ZeroCopy > ZeroCopyRegister:
+		return o, fmt.Errorf("ublk options: zero copy mode %d is not one of auto, off, register", o.ZeroCopy)
 	case o.ReissueOnRecovery && !o.UserRecovery:
 		return o, fmt.Errorf("ublk options: ReissueOnRecovery needs UserRecovery")
 	case o.FixedID && o.ID >= 1<<20:

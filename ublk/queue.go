@@ -22,6 +22,8 @@ const (
 	udIO        = 1 << udKindShift // FETCH / COMMIT_AND_FETCH; low 16 bits: tag
 	udWake      = 2 << udKindShift // poll on the wake eventfd
 	udTarget    = 3 << udKindShift // target I/O; bits 32-47: tag, low 32: sub
+	udBuf       = 4 << udKindShift // REGISTER/UNREGISTER_IO_BUF; low 16 bits: tag
+	udBufUnreg  = 1 << 16          // with udBuf: the unregister
 )
 
 // Per-tag states, owned by the queue goroutine.
@@ -47,10 +49,26 @@ type queue struct {
 	ring    *uring.Ring
 	iods    []uapi.IODesc // shared with the kernel, read-only; views descMem
 	descMem []byte
-	bufs    [][]byte // per-tag request buffers; views bufMem
-	bufMem  []byte   // anonymous mmap
-	reqs    []Request
-	state   []uint8
+	// mode says how request data moves. In modeCopy every tag has a
+	// buffer in bufs (views of bufMem, an anonymous mmap) that the kernel
+	// copies to and from. In the zero-copy modes there are no buffers:
+	// the request's pages sit at index tag of the ring's buffer table,
+	// and fixed I/O addresses them by offset from fixedBase[tag] (nil:
+	// 0, the kernel's registration; the Harness registers its own
+	// buffers there instead).
+	mode      dataMode
+	maxIO     int
+	bufs      [][]byte
+	bufMem    []byte
+	fixedBase []uint64
+	// ownReg[tag] is true while this queue, not the kernel, has the
+	// tag's request registered: it unregisters it before the commit.
+	// canRegister says the device has UBLK_F_SUPPORT_ZERO_COPY, without
+	// which only the kernel registers.
+	ownReg      []bool
+	canRegister bool
+	reqs        []Request
+	state       []uint8
 	// serving counts tags in state tagServing; aborted those in
 	// tagAborted; withheld those in tagWithheld.
 	serving, aborted, withheld int
@@ -112,6 +130,7 @@ func newQueue(id uint16, depth int, target Target, size int64) *queue {
 		state:   make([]uint8, depth),
 		held:    make([]atomic.Bool, depth),
 		bufs:    make([][]byte, depth),
+		ownReg:  make([]bool, depth),
 		done:    newCompletions(depth),
 		resumes: newCompletions(depth),
 	}
@@ -216,6 +235,14 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 			q.err = fmt.Errorf("ublk queue %d: %w", q.id, cerr)
 		}
 	}()
+	if q.mode.zeroCopy() {
+		// The driver registers requests into this ring's table, one
+		// slot per tag; it must exist before the first fetch.
+		if err := ring.RegisterBuffersSparse(uint32(q.depth)); err != nil {
+			ready <- fmt.Errorf("ublk queue %d: zero copy: %w", q.id, err)
+			return
+		}
+	}
 
 	for tag := range q.depth {
 		if err := q.prepIO(uapi.UBLK_U_IO_FETCH_REQ, uint16(tag), 0); err != nil {
@@ -335,6 +362,10 @@ func (q *queue) reap() error {
 			if int(tag) < q.depth && q.rt != nil {
 				q.rt.Reap(&q.reqs[tag], uint32(ud), res)
 			}
+		case udBuf:
+			if err := q.onBuf(uint16(ud), ud&udBufUnreg != 0, res); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -412,13 +443,49 @@ func (q *queue) dispatch(tag uint16) {
 		return
 	}
 	if r.Op == OpRead || r.Op == OpWrite {
-		if r.Length > int64(len(q.bufs[tag])) {
+		if r.Length > int64(q.maxIO) {
 			q.complete(tag, -int32(unix.EIO))
 			return
 		}
-		r.Buf = q.bufs[tag][:r.Length]
+		switch {
+		case !q.mode.zeroCopy():
+			r.Buf = q.bufs[tag][:r.Length]
+		case q.mode == modeRegister || opFlags&uapi.UBLK_IO_F_NEED_REG_BUF != 0:
+			// The pages are not in the table yet: served once
+			// the registration completes (onBuf).
+			if err := q.prepBuf(uapi.UBLK_U_IO_REGISTER_IO_BUF, tag); err != nil {
+				q.complete(tag, -int32(unix.EIO))
+			}
+			return
+		}
 	}
 	q.target.Serve(r)
+}
+
+// onBuf handles the completion of a buffer registration or
+// unregistration this queue sent for tag.
+func (q *queue) onBuf(tag uint16, unreg bool, res int32) error {
+	if int(tag) >= q.depth {
+		return nil
+	}
+	if unreg {
+		// A slot left registered would fail every later request of
+		// the tag and keep this one from ever completing.
+		if res < 0 {
+			return fmt.Errorf("ublk queue %d tag %d: unregister request buffer: %w", q.id, tag, unix.Errno(-res))
+		}
+		return nil
+	}
+	if q.state[tag] != tagServing {
+		return nil
+	}
+	if res < 0 {
+		q.complete(tag, res)
+		return nil
+	}
+	q.ownReg[tag] = true
+	q.target.Serve(&q.reqs[tag])
+	return nil
 }
 
 // commitDone lets the target carry on with the requests it resumed, then
@@ -444,6 +511,14 @@ func (q *queue) commitDone() error {
 		}
 		q.state[tag] = tagFetching
 		q.serving--
+		if q.ownReg[tag] {
+			// Before the commit, so that the slot is free when the
+			// kernel registers the tag's next request in it.
+			q.ownReg[tag] = false
+			if err := q.prepBuf(uapi.UBLK_U_IO_UNREGISTER_IO_BUF, tag); err != nil {
+				return err
+			}
+		}
 		if q.harness != nil {
 			q.harness.finished(tag, res)
 			continue
@@ -489,9 +564,48 @@ func (q *queue) prepIO(op uint32, tag uint16, res int32) error {
 	}
 	uring.PrepURingCmd(sqe, int(q.charFd), op)
 	*sqe.IOCmd() = uapi.IOCmd{QID: q.id, Tag: tag, Result: res, Addr: bufAddr(q.bufs[tag])}
+	if q.mode == modeAutoReg {
+		// Where the driver registers the tag's next request. With
+		// the fallback, a registration that fails (it should not: the
+		// slot is the tag's own) delivers the request for us to
+		// register instead of failing it.
+		reg := uapi.AutoBufReg{Index: tag}
+		if q.canRegister {
+			reg.Flags = uapi.UBLK_AUTO_BUF_REG_FALLBACK
+		}
+		sqe.Addr = reg.SQEAddr()
+	}
 	sqe.UserData = udIO | uint64(tag)
 	return nil
 }
+
+// prepBuf queues a REGISTER_IO_BUF or UNREGISTER_IO_BUF of tag's request
+// at index tag of the ring's buffer table.
+func (q *queue) prepBuf(op uint32, tag uint16) error {
+	sqe, err := q.sqe()
+	if err != nil {
+		return err
+	}
+	uring.PrepURingCmd(sqe, int(q.charFd), op)
+	*sqe.IOCmd() = uapi.IOCmd{QID: q.id, Tag: tag, Addr: uint64(tag)}
+	sqe.UserData = udBuf | uint64(tag)
+	if op == uapi.UBLK_U_IO_UNREGISTER_IO_BUF {
+		sqe.UserData |= udBufUnreg
+	}
+	return nil
+}
+
+// fixedAddr is the fixed-I/O address of byte off of tag's request.
+func (q *queue) fixedAddr(tag uint16, off int64) uint64 {
+	if q.fixedBase == nil {
+		return uint64(off)
+	}
+	return q.fixedBase[tag] + uint64(off)
+}
+
+// bufferBytes is the memory mapped for copies of request data: none in
+// zero-copy mode.
+func (q *queue) bufferBytes() int64 { return int64(len(q.bufMem)) }
 
 // armWake queues a one-shot poll on the wake eventfd.
 func (q *queue) armWake() error {
@@ -549,17 +663,20 @@ func (q *queue) mapDescriptors(charFd int) error {
 	return nil
 }
 
-// openBuffers maps the per-tag buffers from anonymous memory, which
-// neither moves nor is freed behind the kernel's back, and makes the wake
-// eventfd: everything but the kernel's descriptors.
+// openBuffers maps the per-tag buffers (in copy mode) from anonymous memory,
+// which neither moves nor is freed behind the kernel's back, and makes the
+// wake eventfd: everything but the kernel's descriptors.
 func (q *queue) openBuffers(maxIO int) error {
-	mem, err := unix.Mmap(-1, 0, q.depth*maxIO, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return fmt.Errorf("ublk queue %d: map %d buffers of %d bytes: %w", q.id, q.depth, maxIO, os.NewSyscallError("mmap", err))
-	}
-	q.bufMem = mem
-	for tag := range q.bufs {
-		q.bufs[tag] = mem[tag*maxIO : (tag+1)*maxIO : (tag+1)*maxIO]
+	q.maxIO = maxIO
+	if !q.mode.zeroCopy() || q.harness != nil {
+		mem, err := unix.Mmap(-1, 0, q.depth*maxIO, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return fmt.Errorf("ublk queue %d: map %d buffers of %d bytes: %w", q.id, q.depth, maxIO, os.NewSyscallError("mmap", err))
+		}
+		q.bufMem = mem
+		for tag := range q.bufs {
+			q.bufs[tag] = mem[tag*maxIO : (tag+1)*maxIO : (tag+1)*maxIO]
+		}
 	}
 	w, err := uring.NewWaker()
 	if err != nil {

@@ -39,9 +39,12 @@ type Request struct {
 	// Offset and Length are in bytes. Length is zero for FLUSH.
 	Offset, Length int64
 	// Buf is the tag's buffer, Length bytes long, for READ (to fill) and
-	// WRITE (to store); nil for the other operations. It is memory that
-	// neither moves nor is freed while the device lives, so its address
-	// may be given to the kernel for O_DIRECT or io_uring I/O.
+	// WRITE (to store); nil for the other operations, and nil for every
+	// operation in zero-copy mode, where the data stays in the kernel's
+	// pages and is reached only through PrepReadInto and PrepWriteFrom
+	// (see ByteTarget). It is memory that neither moves nor is freed
+	// while the device lives, so its address may be given to the kernel
+	// for O_DIRECT or io_uring I/O.
 	Buf []byte
 	// Queue and Tag name the request within the device.
 	Queue, Tag uint16

@@ -1,6 +1,7 @@
 package ublk
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -14,10 +15,68 @@ import (
 // Target.Serve or RingTarget.Reap, and only while r is being served. The
 // I/O is submitted when the queue next enters the kernel, and its result
 // reaches RingTarget.Reap(r, sub, res). buf must be memory that stays put
-// until then, such as r.Buf or a slice of it.
+// until then, such as r.Buf or a slice of it. PrepReadInto and
+// PrepWriteFrom name a range of the request's data instead of a buffer and
+// work the same whether the device copies or not: targets should use them.
+
+// errDataRange is what PrepReadInto and PrepWriteFrom return for a range
+// outside the request's data; a variable, so that returning it does not
+// allocate.
+var errDataRange = errors.New("ublk: member I/O range outside the request's data")
+
+// errNoBuf is what PrepRead and PrepWrite return in zero-copy mode, where
+// r.Buf is nil.
+var errNoBuf = errors.New("ublk: the request has no buffer in zero-copy mode (use PrepReadInto and PrepWriteFrom, or implement ByteTarget)")
+
+// PrepReadInto reads n bytes at off of fd into the request's data at byte
+// reqOff (a READ request). In zero-copy mode the kernel reads straight into
+// the request's pages (IORING_OP_READ_FIXED on the slot the request is
+// registered in); otherwise into r.Buf. The range must lie within Length.
+func (r *Request) PrepReadInto(fd int, reqOff, n, off int64, sub uint32) error {
+	if reqOff < 0 || n <= 0 || reqOff > r.Length-n {
+		return errDataRange
+	}
+	q := r.q
+	if !q.mode.zeroCopy() {
+		return r.PrepRead(fd, r.Buf[reqOff:reqOff+n], off, sub)
+	}
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	uring.PrepReadFixed(sqe, fd, r.Tag, q.fixedAddr(r.Tag, reqOff), uint32(n), uint64(off))
+	return nil
+}
+
+// PrepWriteFrom writes n bytes of the request's data from byte reqOff (a
+// WRITE request) at off of fd, durably when fua is set (as PrepWrite). In
+// zero-copy mode the kernel writes straight from the request's pages
+// (IORING_OP_WRITE_FIXED); several writes of one request, such as the
+// copies of a mirror, share its slot.
+func (r *Request) PrepWriteFrom(fd int, reqOff, n, off int64, fua bool, sub uint32) error {
+	if reqOff < 0 || n <= 0 || reqOff > r.Length-n {
+		return errDataRange
+	}
+	q := r.q
+	if !q.mode.zeroCopy() {
+		return r.PrepWrite(fd, r.Buf[reqOff:reqOff+n], off, fua, sub)
+	}
+	sqe, err := r.targetSQE(sub)
+	if err != nil {
+		return err
+	}
+	uring.PrepWriteFixed(sqe, fd, r.Tag, q.fixedAddr(r.Tag, reqOff), uint32(n), uint64(off))
+	if fua {
+		sqe.OpFlags = unix.RWF_DSYNC
+	}
+	return nil
+}
 
 // PrepRead reads len(buf) bytes at off of fd into buf.
 func (r *Request) PrepRead(fd int, buf []byte, off int64, sub uint32) error {
+	if len(buf) == 0 && r.q.mode.zeroCopy() {
+		return errNoBuf
+	}
 	sqe, err := r.targetSQE(sub)
 	if err != nil {
 		return err
@@ -29,6 +88,9 @@ func (r *Request) PrepRead(fd int, buf []byte, off int64, sub uint32) error {
 // PrepWrite writes buf at off of fd; with fua the write is durable when it
 // completes (RWF_DSYNC, which the block layer turns into a FUA write).
 func (r *Request) PrepWrite(fd int, buf []byte, off int64, fua bool, sub uint32) error {
+	if len(buf) == 0 && r.q.mode.zeroCopy() {
+		return errNoBuf
+	}
 	sqe, err := r.targetSQE(sub)
 	if err != nil {
 		return err

@@ -43,6 +43,19 @@ func newDetailCommand() *cobra.Command {
 	return cmd
 }
 
+// zeroCopyText says whether member I/O copies, and why when it does.
+func zeroCopyText(st daemon.Status) string {
+	switch {
+	case st.ZeroCopy:
+		return "yes (" + st.ZeroCopyMode + ")"
+	case st.ZeroCopyReason != "":
+		return "no: " + st.ZeroCopyReason
+	case st.ZeroCopyMode == "":
+		return "unknown (not served)"
+	}
+	return "no"
+}
+
 func writeDetail(out io.Writer, st daemon.Status) {
 	row := func(k, v string) { fmt.Fprintf(out, "%15s : %s\n", k, v) }
 	row("Name", st.Name)
@@ -73,6 +86,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	row("Events", fmt.Sprint(st.Events))
 	row("Creation Time", time.Unix(0, st.CreateTime).UTC().Format(time.RFC3339))
 	row("Discard Mode", st.DiscardMode)
+	row("Zero Copy", zeroCopyText(st))
 	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,
 		formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
 	fmt.Fprintln(out)

@@ -107,3 +107,24 @@ func TestLevelNamesInViews(t *testing.T) {
 		}
 	}
 }
+
+// detail says whether member I/O copies, and why.
+func TestDetailZeroCopy(t *testing.T) {
+	for _, tt := range []struct {
+		on           bool
+		mode, reason string
+		want         string
+	}{
+		{true, "auto-buf-reg", "", "yes (auto-buf-reg)"},
+		{true, "register", "", "yes (register)"},
+		{false, "copy", "kernel 6.12 lacks UBLK_F_AUTO_BUF_REG and UBLK_F_SUPPORT_ZERO_COPY (Linux 6.16 and 6.15)",
+			"no: kernel 6.12 lacks UBLK_F_AUTO_BUF_REG and UBLK_F_SUPPORT_ZERO_COPY (Linux 6.16 and 6.15)"},
+		{false, "", "", "unknown (not served)"},
+	} {
+		st := trimStatus()
+		st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason = tt.on, tt.mode, tt.reason
+		var out bytes.Buffer
+		writeDetail(&out, st)
+		assert.Contains(t, out.String(), "      Zero Copy : "+tt.want+"\n")
+	}
+}

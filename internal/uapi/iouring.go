@@ -233,6 +233,27 @@ const (
 	IORING_REGISTER_USE_REGISTERED_RING = 1 << 31
 )
 
+// Flags of RsrcRegister.
+const (
+	// IORING_RSRC_REGISTER_SPARSE makes a table of Nr empty slots, to be
+	// filled later (by IORING_REGISTER_BUFFERS_UPDATE, or by a driver
+	// such as ublk registering a request's pages).
+	IORING_RSRC_REGISTER_SPARSE = 1 << 0
+)
+
+// RsrcRegister is struct io_uring_rsrc_register (io_uring.h), the argument
+// of IORING_REGISTER_BUFFERS2 and IORING_REGISTER_FILES2; nr_args is its
+// size.
+type RsrcRegister struct {
+	Nr    uint32
+	Flags uint32
+	Resv2 uint64
+	// Data and Tags are user addresses of Nr iovecs and Nr u64 tags; both
+	// zero for a sparse table.
+	Data uint64
+	Tags uint64
+}
+
 // SQE is struct io_uring_sqe (io_uring.h), 64 bytes. The C unions are
 // flattened to their first member; accessors below reach the others.
 type SQE struct {

@@ -43,6 +43,8 @@ func layouts() []layout {
 		co   CQRingOffsets
 		up   URingParams
 		ga   GeteventsArg
+		ab   AutoBufReg
+		rr   RsrcRegister
 	)
 	return []layout{
 		{"ublksrv_ctrl_cmd", unsafe.Sizeof(cc), 32, []field{
@@ -181,6 +183,19 @@ func layouts() []layout {
 			{"resv", unsafe.Offsetof(up.Resv), 28},
 			{"sq_off", unsafe.Offsetof(up.SqOff), 40},
 			{"cq_off", unsafe.Offsetof(up.CqOff), 80},
+		}},
+		{"ublk_auto_buf_reg", unsafe.Sizeof(ab), 8, []field{
+			{"index", unsafe.Offsetof(ab.Index), 0},
+			{"flags", unsafe.Offsetof(ab.Flags), 2},
+			{"reserved0", unsafe.Offsetof(ab.Reserved0), 3},
+			{"reserved1", unsafe.Offsetof(ab.Reserved1), 4},
+		}},
+		{"io_uring_rsrc_register", unsafe.Sizeof(rr), 32, []field{
+			{"nr", unsafe.Offsetof(rr.Nr), 0},
+			{"flags", unsafe.Offsetof(rr.Flags), 4},
+			{"resv2", unsafe.Offsetof(rr.Resv2), 8},
+			{"data", unsafe.Offsetof(rr.Data), 16},
+			{"tags", unsafe.Offsetof(rr.Tags), 24},
 		}},
 		{"io_uring_getevents_arg", unsafe.Sizeof(ga), 24, []field{
 			{"sigmask", unsafe.Offsetof(ga.Sigmask), 0},
@@ -351,4 +366,10 @@ func TestOpcodesPinned(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.got, tt.name)
 	}
+}
+
+// The packing the kernel's ublk_sqe_addr_to_auto_buf_reg undoes.
+func TestAutoBufRegSQEAddr(t *testing.T) {
+	assert.Equal(t, uint64(0x0001_0007), AutoBufReg{Index: 7, Flags: UBLK_AUTO_BUF_REG_FALLBACK}.SQEAddr())
+	assert.Equal(t, uint64(0xdeadbeef_5a01ffff), AutoBufReg{Index: 0xffff, Flags: 1, Reserved0: 0x5a, Reserved1: 0xdeadbeef}.SQEAddr())
 }

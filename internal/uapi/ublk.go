@@ -209,6 +209,18 @@ const (
 	// On WRITE_ZEROES: zero without deallocating.
 	UBLK_IO_F_NOUNMAP = 1 << 15
 	UBLK_IO_F_SWAP    = 1 << 16
+	// With UBLK_F_AUTO_BUF_REG and UBLK_AUTO_BUF_REG_FALLBACK: the driver
+	// could not register the request's buffer, and the server must
+	// register it with UBLK_U_IO_REGISTER_IO_BUF before using it.
+	UBLK_IO_F_NEED_REG_BUF = 1 << 17
+)
+
+// Flags of AutoBufReg. With FALLBACK a request whose buffer the driver
+// could not register arrives with UBLK_IO_F_NEED_REG_BUF; without it the
+// request fails with EIO and the server never sees it.
+const (
+	UBLK_AUTO_BUF_REG_FALLBACK = 1 << 0
+	UBLK_AUTO_BUF_REG_F_MASK   = UBLK_AUTO_BUF_REG_FALLBACK
 )
 
 // Attributes in ParamBasic.Attrs. FLUSH requests arrive only with
@@ -300,6 +312,25 @@ type IOCmd struct {
 	// Addr is the request buffer for FETCH (zero with UBLK_F_USER_COPY);
 	// the ZONE_APPEND LBA on commit of a zone append.
 	Addr uint64
+}
+
+// AutoBufReg is struct ublk_auto_buf_reg (ublk_cmd.h, 6.16): with
+// UBLK_F_AUTO_BUF_REG, where in the fixed-buffer table of the ring that
+// sends FETCH or COMMIT_AND_FETCH the driver registers the next request's
+// pages. It travels in the SQE's addr field (not IOCmd.Addr, which must
+// then be zero), packed as SQEAddr gives it. The reserved fields must be
+// zero.
+type AutoBufReg struct {
+	Index     uint16
+	Flags     uint8
+	Reserved0 uint8
+	Reserved1 uint32
+}
+
+// SQEAddr packs r as the kernel's ublk_auto_buf_reg_to_sqe_addr does:
+// index in bits 0-15, flags 16-23, reserved0 24-31, reserved1 32-63.
+func (r AutoBufReg) SQEAddr() uint64 {
+	return uint64(r.Index) | uint64(r.Flags)<<16 | uint64(r.Reserved0)<<24 | uint64(r.Reserved1)<<32
 }
 
 // ParamBasic is struct ublk_param_basic (ublk_cmd.h).

@@ -26,6 +26,22 @@ func PrepWrite(sqe *uapi.SQE, fd int, addr uintptr, n uint32, off uint64) {
 	prepRW(sqe, uapi.IORING_OP_WRITE, fd, addr, n, off)
 }
 
+// PrepReadFixed prepares a pread of n bytes at off into slot index of the
+// ring's fixed-buffer table, at addr: an address inside the slot's
+// application buffer, or the byte offset into a kernel request's pages
+// (see RegisterBuffersSparse).
+func PrepReadFixed(sqe *uapi.SQE, fd int, index uint16, addr uint64, n uint32, off uint64) {
+	prepRW(sqe, uapi.IORING_OP_READ_FIXED, fd, uintptr(addr), n, off)
+	sqe.BufIndex = index
+}
+
+// PrepWriteFixed prepares a pwrite of n bytes at off from slot index of
+// the fixed-buffer table, at addr as for PrepReadFixed.
+func PrepWriteFixed(sqe *uapi.SQE, fd int, index uint16, addr uint64, n uint32, off uint64) {
+	prepRW(sqe, uapi.IORING_OP_WRITE_FIXED, fd, uintptr(addr), n, off)
+	sqe.BufIndex = index
+}
+
 func prepRW(sqe *uapi.SQE, op uint8, fd int, addr uintptr, n uint32, off uint64) {
 	sqe.Opcode = op
 	sqe.Fd = int32(fd)

@@ -222,13 +222,13 @@ func (t *Target) Serve(r *ublk.Request) {
 	switch r.Op {
 	case ublk.OpRead:
 		t.reads.Add(1)
-		err = r.PrepRead(t.fd, r.Buf, r.Offset, subIO)
+		err = r.PrepReadInto(t.fd, 0, r.Length, r.Offset, subIO)
 	case ublk.OpWrite:
 		t.writes.Add(1)
 		if r.FUA {
 			t.fuaWrites.Add(1)
 		}
-		err = r.PrepWrite(t.fd, r.Buf, r.Offset, r.FUA, subIO)
+		err = r.PrepWriteFrom(t.fd, 0, r.Length, r.Offset, r.FUA, subIO)
 	case ublk.OpFlush:
 		t.flushes.Add(1)
 		err = r.PrepFsync(t.fd, true, subIO)

@@ -257,3 +257,30 @@ func BenchmarkRead4K(b *testing.B) {
 		}
 	}
 }
+
+// In zero-copy mode the file is read into and written from the request's
+// own pages (here the harness's registered buffers), with no allocation.
+func TestZeroCopyReadWrite(t *testing.T) {
+	path := backing(t, t.TempDir())
+	tg, err := Open(path, Options{})
+	require.NoError(t, err)
+	defer tg.Close()
+	h, err := ublk.NewZeroCopyHarness(tg, 8, testMaxIO)
+	require.NoError(t, err)
+	defer h.Close()
+	require.True(t, h.ZeroCopy())
+
+	data := random(3*4096, 11)
+	write(t, h, 8192, data, true)
+	onDisk, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, data, onDisk[8192:8192+len(data)])
+	assert.Equal(t, data[4096:], read(t, h, 8192+4096, 2*4096))
+
+	allocs := testing.AllocsPerRun(200, func() {
+		if res, err := h.Do(ublk.HarnessRequest{Op: ublk.OpRead, Length: 4096}); err != nil || res != 4096 {
+			panic("read failed")
+		}
+	})
+	assert.Zero(t, allocs)
+}

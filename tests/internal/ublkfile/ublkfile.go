@@ -5,7 +5,8 @@
 //
 // Protocol on stdout, one line each:
 //
-//	ready ID      the device is /dev/ublkbID and serving
+//	ready ID ZC   the device is /dev/ublkbID and serving; ZC is its
+//	              ublk.ZeroCopyStatus as JSON
 //	stats JSON    after SIGUSR1: the target's request counters
 //	stopped       after SIGTERM or SIGINT: the device is gone
 //
@@ -46,6 +47,7 @@ func run(args []string, stdout io.Writer) error {
 	buffered := fs.Bool("buffered", false, "open the backing file without O_DIRECT")
 	recovery := fs.Bool("recovery", false, "let the device outlive this server (user recovery)")
 	recoverID := fs.Int("recover", -1, "take over quiesced device ID instead of adding one")
+	zeroCopy := fs.String("zerocopy", "auto", "zero copy: auto, off or register")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,7 +65,11 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	opts := ublk.Options{Queues: *queues, Depth: *depth, UserRecovery: *recovery}
+	zc, err := ublk.ParseZeroCopy(*zeroCopy)
+	if err != nil {
+		return err
+	}
+	opts := ublk.Options{Queues: *queues, Depth: *depth, UserRecovery: *recovery, ZeroCopy: zc}
 	var dev *ublk.Device
 	if *recoverID >= 0 {
 		dev, err = ublk.NewRecovery(tg, uint32(*recoverID), opts)
@@ -78,7 +84,11 @@ func run(args []string, stdout io.Writer) error {
 	if err := dev.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ready %d\n", dev.ID())
+	zcs, err := json.Marshal(dev.ZeroCopy())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ready %d %s\n", dev.ID(), zcs)
 
 	for {
 		var sig os.Signal
