@@ -527,7 +527,7 @@ func (s *served) Status() any { return s.status() }
 func (s *served) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Status: s.a.Status(s.dev.Path(), os.Getpid()), Version: Version, Failure: s.failure}
+	st := Status{Schema: Schema, Status: s.a.Status(s.dev.Path(), os.Getpid()), Version: Version, Failure: s.failure}
 	if s.failure != "" {
 		st.State = raid.StateNameFailed
 	}

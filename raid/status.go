@@ -2,6 +2,7 @@ package raid
 
 import (
 	"sync/atomic"
+	"time"
 
 	"uraid/discard"
 )
@@ -26,7 +27,7 @@ type Status struct {
 	State       string         `json:"state"` // clean, active, degraded or failed
 	DiscardMode string         `json:"discard_mode"`
 	Events      uint64         `json:"events"`
-	CreateTime  int64          `json:"create_time"`
+	CreateTime  time.Time      `json:"create_time"` // UTC, from the superblock
 	PID         int            `json:"pid"`
 	Members     []MemberStatus `json:"members"`
 	Discard     DiscardTotals  `json:"discard"`
@@ -65,7 +66,7 @@ type MemberStatus struct {
 	SizeBytes   int64  `json:"size_bytes"`
 	// DiscardGranularity is the unit the member trims in, 0 when it cannot discard: its share of
 	// every discard is then skipped.
-	DiscardGranularity int64 `json:"discard_granularity"`
+	DiscardGranularity int64 `json:"discard_granularity_bytes"`
 	// TrimExclusive is true when the member's TRIMs stall its reads and writes (rotational, on a
 	// libata port, or named by the admin): it trims only while no read or write waits.
 	TrimExclusive bool `json:"trim_exclusive"`
@@ -120,7 +121,7 @@ func (a *Array) Status(device string, pid int) Status {
 	st := Status{
 		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.ShortName(),
 		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.m.Size(), Device: device,
-		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: sb.CreateTime, PID: pid,
+		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: time.Unix(0, sb.CreateTime).UTC(), PID: pid,
 		Discard: DiscardTotals{
 			Requests: a.discard.requests.Load(), Bytes: a.discard.bytes.Load(),
 			MemberRanges: a.discard.memberRanges.Load(),

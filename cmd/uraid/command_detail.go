@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -25,9 +24,7 @@ func newDetailCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(st); err != nil {
+				if err := writeJSON(out, stamped(st)); err != nil {
 					return err
 				}
 			} else {
@@ -84,7 +81,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	}
 	row("Recovery", recovery)
 	row("Events", fmt.Sprint(st.Events))
-	row("Creation Time", time.Unix(0, st.CreateTime).UTC().Format(time.RFC3339))
+	row("Creation Time", st.CreateTime.UTC().Format(time.RFC3339))
 	row("Discard Mode", st.DiscardMode)
 	row("Zero Copy", zeroCopyText(st))
 	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,15 +72,7 @@ func newStatusCommand() *cobra.Command {
 			out := cmd.OutOrStdout()
 			bad := false
 			if asJSON {
-				list := []daemon.Status{}
-				for _, e := range entries {
-					if e.Status != nil {
-						list = append(list, *e.Status)
-					}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(list); err != nil {
+				if err := writeJSON(out, entriesJSON(entries)); err != nil {
 					return err
 				}
 			} else if len(entries) == 0 {
@@ -110,7 +101,7 @@ func newStatusCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of the arrays' status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array: each array's status, and what dead daemons left (docs/cli.md)")
 	return cmd
 }
 

@@ -113,7 +113,7 @@ func TestExamineCLI(t *testing.T) {
 	assert.Equal(t, "arr", e.Name)
 	assert.Equal(t, "1", e.Level)
 	assert.EqualValues(t, 1, e.Index)
-	assert.EqualValues(t, 2, e.Members)
+	assert.EqualValues(t, 2, e.MemberCount)
 	assert.Equal(t, "clean", e.State)
 
 	code, out, _ = runCLI(t, "examine", ms[0])
