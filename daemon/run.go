@@ -52,6 +52,9 @@ type Config struct {
 	// again when it exits with a failure: a hand-over then ends with ErrRestartMe instead of
 	// leaving the successor to uraid restart.
 	Supervised bool
+	// MetricsListen is a TCP address to serve GET /metrics on too, or "" for none. Recover
+	// serves on the recorded one when it is empty.
+	MetricsListen string
 }
 
 // ErrRestartMe is what Run and Recover return once a supervised daemon has handed its device
@@ -105,6 +108,13 @@ func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (e
 	if err != nil {
 		return fmt.Errorf("array %s: %w", name, err)
 	}
+	var ms *metricsServer
+	if cfg.MetricsListen != "" {
+		if ms, err = listenMetrics(cfg.MetricsListen); err != nil {
+			return fmt.Errorf("array %s: %w", name, err)
+		}
+		defer ms.Close()
+	}
 	rec := newRecord(a, cfg)
 	if err := a.MarkDirty(); err != nil {
 		return fmt.Errorf("array %s: mark members in use: %w", name, err)
@@ -115,6 +125,7 @@ func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (e
 		return fmt.Errorf("array %s: %w", name, err)
 	}
 	s := newServed(a, dev, rec, cfg)
+	s.metrics = ms
 	ready = true
 	return s.serve(srv, sigs, n, onReady)
 }
@@ -218,7 +229,15 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	if err := writeRecord(&rec); err != nil {
 		fmt.Fprintf(os.Stderr, "uraid: %v\n", err)
 	}
+	if cfg.MetricsListen == "" {
+		cfg.MetricsListen = rec.Options.MetricsListen
+	}
 	s := newServed(a, dev, &rec, cfg)
+	if cfg.MetricsListen != "" {
+		// The predecessor may hold the port until it has exited: bind in the background.
+		s.metrics = &metricsServer{addr: cfg.MetricsListen}
+		defer s.metrics.Close()
+	}
 	ready = true
 	return s.serve(srv, sigs, n, onReady)
 }
@@ -243,10 +262,12 @@ func newRecord(a *raid.Array, cfg Config) *Record {
 			}
 		}
 	}
+	opts := recordOptions(cfg.Options)
+	opts.MetricsListen = cfg.MetricsListen
 	return &Record{
 		Name: a.Name, UUID: a.Superblock().ArrayUUID.String(),
 		PID: os.Getpid(), PIDStart: processStart(os.Getpid()), Exe: executable(),
-		Members: members, Options: recordOptions(cfg.Options), Supervised: cfg.Supervised,
+		Members: members, Options: opts, Supervised: cfg.Supervised,
 		Unclean: a.Unclean(),
 	}
 }
@@ -510,6 +531,8 @@ type served struct {
 	failure string
 
 	requests chan request
+	// metrics serves GET /metrics over TCP too; nil without --metrics-listen.
+	metrics *metricsServer
 }
 
 // request is a stop or a hand-over asked through the control socket.
@@ -559,6 +582,9 @@ func (s *served) serve(srv *Server, sigs <-chan os.Signal, n *Notifier, onReady 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s.status))
 	srv.Serve(s, reg, os.Getenv(envHooks) == "1")
+	if s.metrics != nil {
+		s.metrics.serve(reg)
+	}
 	n.Ready(s.dev.Path())
 	if onReady != nil {
 		onReady(s.dev.Path())

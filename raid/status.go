@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"uraid/discard"
+	"uraid/latency"
 )
 
 // discardStats counts the array's discard requests as the kernel sent them, and the reads and
@@ -53,6 +54,12 @@ type Status struct {
 	ZeroCopyMode    string `json:"zero_copy_mode,omitempty"`
 	ZeroCopyReason  string `json:"zero_copy_reason,omitempty"`
 	CopyBufferBytes int64  `json:"copy_buffer_bytes"`
+
+	// ReadLatency, WriteLatency and DiscardLatency time the requests the kernel sent, from
+	// arrival to completion, for the metrics; not in the JSON, whose readers have the metrics.
+	ReadLatency    latency.Snapshot `json:"-"`
+	WriteLatency   latency.Snapshot `json:"-"`
+	DiscardLatency latency.Snapshot `json:"-"`
 }
 
 // MemberStatus is one member slot.
@@ -74,6 +81,9 @@ type MemberStatus struct {
 	TrimInFlight int                 `json:"trim_inflight"`
 	IO           MemberIO            `json:"io"`
 	Discard      discard.MemberStats `json:"discard"`
+	// ReadLatency and WriteLatency time the member's reads and writes, for the metrics.
+	ReadLatency  latency.Snapshot `json:"-"`
+	WriteLatency latency.Snapshot `json:"-"`
 }
 
 // MemberIO counts a member's reads and writes.
@@ -131,6 +141,8 @@ func (a *Array) Status(device string, pid int) Status {
 	if sb.Level.HasLayout() {
 		st.Layout = sb.Layout.String()
 	}
+	st.ReadLatency, st.WriteLatency = a.lat.read.Snapshot(), a.lat.write.Snapshot()
+	st.DiscardLatency = a.lat.discard.Snapshot()
 	st.Unclean = a.Unclean()
 	switch {
 	case !a.readable():
@@ -185,6 +197,7 @@ func (a *Array) Status(device string, pid int) Status {
 			WriteBytes: s.writeBytes.Load(), Errors: s.errors.Load(),
 			SyncReadBytes: s.syncReadBytes.Load(), SyncWriteBytes: s.syncWriteBytes.Load(),
 		}
+		ms.ReadLatency, ms.WriteLatency = s.readLat.Snapshot(), s.writeLat.Snapshot()
 		st.Members = append(st.Members, ms)
 	}
 	return st

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ type serveFlags struct {
 	queues     int
 	depth      int
 	foreground bool
+	metrics    string
 }
 
 func (f *serveFlags) register(cmd *cobra.Command) {
@@ -33,6 +35,7 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs")
 	fl.IntVar(&f.queues, "queues", daemon.DefaultQueues, "ublk queues (0: one per CPU)")
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
+	fl.StringVar(&f.metrics, "metrics-listen", "", "also serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9105 (default: off;\nthey are always on the control socket)")
 	fl.BoolVar(&f.foreground, "foreground", false, "serve from this process until stopped (for systemd) instead of a background daemon")
 }
 
@@ -45,6 +48,11 @@ func (f *serveFlags) check() error {
 	}
 	if f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
 		return usageError{fmt.Errorf("--trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
+	}
+	if f.metrics != "" {
+		if _, port, err := net.SplitHostPort(f.metrics); err != nil || port == "" {
+			return usageError{fmt.Errorf("--metrics-listen %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", f.metrics)}
+		}
 	}
 	return nil
 }
@@ -109,6 +117,9 @@ func (f *serveFlags) args() []string {
 	if len(f.exclusive) > 0 {
 		args = append(args, "--trim-exclusive="+f.exclusive.String())
 	}
+	if f.metrics != "" {
+		args = append(args, "--metrics-listen="+f.metrics)
+	}
 	return args
 }
 
@@ -159,7 +170,7 @@ func serveHere(cmd *cobra.Command, a *raid.Array, members []string, f *serveFlag
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised()}
+	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics}
 	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
 }
 
@@ -168,7 +179,7 @@ func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notif
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised()}, n, printDevice(cmd, f)))
+	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics}, n, printDevice(cmd, f)))
 }
 
 func printDevice(cmd *cobra.Command, f *serveFlags) func(string) {
