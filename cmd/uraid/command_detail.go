@@ -14,9 +14,10 @@ import (
 func newDetailCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "detail NAME",
-		Short: "Show one array in full, with per-member I/O and discard statistics; exit 3 if degraded or failed",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:               "detail NAME",
+		Short:             "Show one array in full, with per-member I/O and discard statistics; exit 3 if degraded or failed",
+		Args:              arrayArgs(cobra.ExactArgs(1), false),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := arrayStatus(cmd.Context(), args[0])
 			if err != nil {

@@ -49,15 +49,13 @@ func stateText(st daemon.Status) string {
 func newStatusCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status [NAME]",
-		Short: "Show arrays compactly, and devices dead daemons left; exit 3 if one is degraded, failed or not answering",
-		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		Use:               "status [NAME]",
+		Short:             "Show arrays compactly, and devices dead daemons left; exit 3 if one is degraded, failed or not answering",
+		Args:              arrayArgs(cobra.MaximumNArgs(1), false),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var entries []daemon.Entry
 			if len(args) == 1 {
-				if err := daemon.CheckName(args[0]); err != nil {
-					return err
-				}
 				e := daemon.Lookup(cmd.Context(), args[0])
 				if e.Status == nil && e.Record == nil {
 					return e.Err

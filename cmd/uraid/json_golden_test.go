@@ -25,7 +25,7 @@ import (
 // diff, and bump daemon.Schema if a field was renamed, removed or changed type or meaning.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-func golden(t *testing.T, name string, got []byte) {
+func goldenFile(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
@@ -33,8 +33,8 @@ func golden(t *testing.T, name string, got []byte) {
 		return
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file: run go test ./cmd/uraid -run Golden -update")
-	assert.Equal(t, string(want), string(got), "%s changed: if that is meant, run go test ./cmd/uraid -run Golden -update and bump daemon.Schema for a breaking change", path)
+	require.NoError(t, err, "missing golden file: run go test ./cmd/uraid -run 'Golden|ExitCodes' -update")
+	assert.Equal(t, string(want), string(got), "%s changed: if that is meant, run go test ./cmd/uraid -run 'Golden|ExitCodes' -update and bump daemon.Schema for a breaking change", path)
 }
 
 func encoded(t *testing.T, v any) []byte {
@@ -98,22 +98,22 @@ func goldenEntries() []daemon.Entry {
 }
 
 func TestGoldenDetailJSON(t *testing.T) {
-	golden(t, "detail.json", encoded(t, stamped(goldenStatus())))
+	goldenFile(t, "detail.json", encoded(t, stamped(goldenStatus())))
 }
 
 func TestGoldenStatusJSON(t *testing.T) {
-	golden(t, "status.json", encoded(t, entriesJSON(goldenEntries())))
+	goldenFile(t, "status.json", encoded(t, entriesJSON(goldenEntries())))
 }
 
 func TestGoldenListJSON(t *testing.T) {
-	golden(t, "list.json", encoded(t, listJSON(goldenEntries())))
+	goldenFile(t, "list.json", encoded(t, listJSON(goldenEntries())))
 }
 
 func TestGoldenExamineJSON(t *testing.T) {
 	sb := &raid.Superblock{Name: "demo", Level: mapping.RAID10, Layout: mapping.Near2, ChunkSize: 512 << 10,
 		Members: 4, Index: 2, DataOffset: 1 << 20, DataSize: 1<<30 - 1<<20, Events: 7, State: raid.StateClean,
 		CreateTime: goldenTime.UnixNano(), UpdateTime: goldenTime.Add(time.Minute).UnixNano()}
-	golden(t, "examine.json", encoded(t, examineOf("/dev/sdb", sb)))
+	goldenFile(t, "examine.json", encoded(t, examineOf("/dev/sdb", sb)))
 }
 
 // TestJSONNamingRule checks every key of every golden file against the rule docs/cli.md states:

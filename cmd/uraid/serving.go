@@ -30,7 +30,7 @@ type serveFlags struct {
 func (f *serveFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.discard, "discard", "sync", "when a discard completes: sync (once every member trimmed) or async (once queued on every member)")
-	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some\n(default: 1 for files and exclusive members, 4 for other block devices)")
+	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some; 0 or\nunset: 1 for files and exclusive members, 4 for other block devices")
 	fl.Var(&f.exclusive, "trim-exclusive", "members whose TRIMs stall their reads and writes, e.g. a SATA SSD behind a USB or SAS\nbridge: they run one TRIM at a time (unless --trim-inflight says otherwise) and let reads\nand writes go first. Rotational members and members on a SATA/ATA port are detected\nwithout it")
 	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs")
 	fl.IntVar(&f.queues, "queues", daemon.DefaultQueues, "ublk queues (0: one per CPU)")
@@ -74,12 +74,13 @@ func (l *memberList) Set(s string) error {
 	return nil
 }
 
-// parseInFlight reads --trim-inflight: "" (defaults), "N" (every member) or "PATH=N,PATH=N".
+// parseInFlight reads --trim-inflight: "" or "0" (the defaults), "N" (every member) or
+// "PATH=N,PATH=N".
 func parseInFlight(s string) (all int, per map[string]int, err error) {
-	if s == "" {
+	if s == "" || s == "0" {
 		return 0, nil, nil
 	}
-	bad := fmt.Errorf("--trim-inflight %q: give a count from 1 to 64 for every member, or MEMBER=COUNT,... e.g. /dev/sda=1,/dev/nvme0n1=8", s)
+	bad := fmt.Errorf("--trim-inflight %q: give a count from 1 to 64 for every member (0 for the defaults), or MEMBER=COUNT,... e.g. /dev/sda=1,/dev/nvme0n1=8", s)
 	count := func(v string) (int, bool) {
 		n, err := strconv.Atoi(v)
 		return n, err == nil && n >= 1 && n <= 64
