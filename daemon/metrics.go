@@ -47,28 +47,11 @@ var (
 	descTrimLatency  = prometheus.NewDesc("uraid_member_discard_latency_seconds", "Latency of the TRIMs sent to the member, from issue to completion, failed ones included.", labelsMember, nil)
 	descMemberRead   = prometheus.NewDesc("uraid_member_read_latency_seconds", "Latency of the member's successful reads for the array's users, from issue to completion.", labelsMember, nil)
 	descMemberWrite  = prometheus.NewDesc("uraid_member_write_latency_seconds", "Latency of the member's successful writes for the array's users, from issue to completion.", labelsMember, nil)
-	descSyncRead     = prometheus.NewDesc("uraid_member_sync_read_bytes_total", "Bytes read by resync, check, repair and rebuild.", labelsMember, nil)
-	descSyncWrite    = prometheus.NewDesc("uraid_member_sync_write_bytes_total", "Bytes written by resync, repair and rebuild.", labelsMember, nil)
 
 	descArrayRead    = prometheus.NewDesc("uraid_array_read_latency_seconds", "Latency of the array's successful reads, from the kernel's request to its completion.", labelsArray, nil)
 	descArrayWrite   = prometheus.NewDesc("uraid_array_write_latency_seconds", "Latency of the array's successful writes, from the kernel's request to its completion.", labelsArray, nil)
 	descArrayDiscard = prometheus.NewDesc("uraid_array_discard_latency_seconds", "Latency of the array's successful discards, from the kernel's request to its completion (async mode: to its queueing).", labelsArray, nil)
 )
-
-// Progress of the resync, check, repair or rebuild of an array with copies (raid1, raid10).
-var (
-	descSyncAction   = prometheus.NewDesc("uraid_array_sync_action", "1 for the job running now: idle, resync, check, repair or rebuild.", []string{"array", "action"}, nil)
-	descSyncDone     = prometheus.NewDesc("uraid_array_sync_done_bytes", "Bytes the running job has gone through; 0 when idle.", labelsArray, nil)
-	descSyncTotal    = prometheus.NewDesc("uraid_array_sync_total_bytes", "Bytes the running job goes through in all; 0 when idle.", labelsArray, nil)
-	descSyncRate     = prometheus.NewDesc("uraid_array_sync_rate_bytes_per_second", "The running job's recent speed.", labelsArray, nil)
-	descSyncMismatch = prometheus.NewDesc("uraid_array_sync_mismatch_bytes", "Bytes the running check or repair found differing between copies.", labelsArray, nil)
-	descSyncRepaired = prometheus.NewDesc("uraid_array_sync_repaired_bytes", "Bytes the running repair rewrote.", labelsArray, nil)
-	descRegions      = prometheus.NewDesc("uraid_array_regions", "Regions of the region map in each state.", []string{"array", "state"}, nil)
-)
-
-// syncActions are the values of SyncStatus.Action, each exported as a series so that a change of
-// job is seen as one going to 0 and another to 1.
-var syncActions = []string{raid.SyncIdle, raid.SyncResync, raid.SyncCheck, raid.SyncRepair, raid.SyncRebuild}
 
 // histogram exports s, a latency histogram in nanoseconds, in seconds as Prometheus wants.
 func histogram(d *prometheus.Desc, s latency.Snapshot, l ...string) prometheus.Metric {
@@ -84,8 +67,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descSize, descUnclean, descFailed, descRecovered, descLastExit, descDiscReq, descDiscBytes, descDiscRanges,
 		descMemberUp, descReads, descWrites, descReadBytes, descWriteBytes, descIOErrors, descTrimQueued,
 		descTrimInflight, descTrimIssued, descTrimBytes, descTrimMerged, descTrimCancel, descTrimErrors, descTrimLatency,
-		descMemberRead, descMemberWrite, descSyncRead, descSyncWrite, descArrayRead, descArrayWrite, descArrayDiscard,
-		descSyncAction, descSyncDone, descSyncTotal, descSyncRate, descSyncMismatch, descSyncRepaired, descRegions} {
+		descMemberRead, descMemberWrite, descArrayRead, descArrayWrite, descArrayDiscard} {
 		ch <- d
 	}
 }
@@ -124,7 +106,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- histogram(descArrayRead, st.ReadLatency, st.Name)
 	ch <- histogram(descArrayWrite, st.WriteLatency, st.Name)
 	ch <- histogram(descArrayDiscard, st.DiscardLatency, st.Name)
-	c.collectSync(ch, st, gauge)
 	for _, m := range st.Members {
 		l := []string{st.Name, strconv.Itoa(m.Index), m.Path}
 		up := 0.0
@@ -145,35 +126,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTrimMerged, float64(d.Merged), l...)
 		counter(descTrimCancel, float64(d.CancelledBytes), l...)
 		counter(descTrimErrors, float64(d.Errors), l...)
-		counter(descSyncRead, float64(m.IO.SyncReadBytes), l...)
-		counter(descSyncWrite, float64(m.IO.SyncWriteBytes), l...)
 		ch <- histogram(descTrimLatency, d.LatencyHistogram, l...)
 		ch <- histogram(descMemberRead, m.ReadLatency, l...)
 		ch <- histogram(descMemberWrite, m.WriteLatency, l...)
 	}
-}
-
-// collectSync exports the region map and the sync worker's progress of an array that has them.
-func (c *collector) collectSync(ch chan<- prometheus.Metric, st Status, gauge func(*prometheus.Desc, float64, ...string)) {
-	if r := st.Regions; r != nil {
-		for state, n := range map[string]int{"in_sync": r.InSync, "dirty": r.Dirty, "trimmed": r.Trimmed, "need_resync": r.NeedResync} {
-			gauge(descRegions, float64(n), st.Name, state)
-		}
-	}
-	s := st.Sync
-	if s == nil {
-		return
-	}
-	for _, a := range syncActions {
-		v := 0.0
-		if s.Action == a {
-			v = 1
-		}
-		gauge(descSyncAction, v, st.Name, a)
-	}
-	gauge(descSyncDone, float64(s.DoneBytes), st.Name)
-	gauge(descSyncTotal, float64(s.TotalBytes), st.Name)
-	gauge(descSyncRate, float64(s.RateBytesPerS), st.Name)
-	gauge(descSyncMismatch, float64(s.MismatchBytes), st.Name)
-	gauge(descSyncRepaired, float64(s.RepairedBytes), st.Name)
 }
