@@ -103,9 +103,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDiscReq, float64(st.Discard.Requests), st.Name)
 	counter(descDiscBytes, float64(st.Discard.Bytes), st.Name)
 	counter(descDiscRanges, float64(st.Discard.MemberRanges), st.Name)
-	ch <- histogram(descArrayRead, st.ReadLatency, st.Name)
-	ch <- histogram(descArrayWrite, st.WriteLatency, st.Name)
-	ch <- histogram(descArrayDiscard, st.DiscardLatency, st.Name)
 	for _, m := range st.Members {
 		l := []string{st.Name, strconv.Itoa(m.Index), m.Path}
 		up := 0.0
@@ -130,4 +127,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- histogram(descMemberRead, m.ReadLatency, l...)
 		ch <- histogram(descMemberWrite, m.WriteLatency, l...)
 	}
+	ch <- histogram(descArrayRead, st.ReadLatency, st.Name)
+	ch <- histogram(descArrayWrite, st.WriteLatency, st.Name)
+	ch <- histogram(descArrayDiscard, st.DiscardLatency, st.Name)
 }
