@@ -23,6 +23,17 @@ type metricsServer struct {
 	done chan struct{}
 }
 
+// CheckMetricsListen says what is wrong with addr as --metrics-listen, or nil ("" is off).
+func CheckMetricsListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("--metrics-listen %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", addr)
+	}
+	return nil
+}
+
 // listenMetrics binds addr now, so that a bad address fails create or assemble before the device
 // exists.
 func listenMetrics(addr string) (*metricsServer, error) {

@@ -48,13 +48,13 @@ type Config struct {
 	Members []string
 	// Options are the array's serving options; Run records them for its successors.
 	Options raid.Options
+	// MetricsListen is a TCP address to serve GET /metrics on too, or "" for none. Recover
+	// serves on the recorded one when it is empty.
+	MetricsListen string
 	// Supervised says a supervisor (systemd) runs this daemon in the foreground and starts it
 	// again when it exits with a failure: a hand-over then ends with ErrRestartMe instead of
 	// leaving the successor to uraid restart.
 	Supervised bool
-	// MetricsListen is a TCP address to serve GET /metrics on too, or "" for none. Recover
-	// serves on the recorded one when it is empty.
-	MetricsListen string
 }
 
 // ErrRestartMe is what Run and Recover return once a supervised daemon has handed its device
@@ -524,6 +524,8 @@ type served struct {
 	dev   device
 	flags ublk.Flags // the device's, which do not change
 	cfg   Config
+	// metrics serves GET /metrics over TCP too; nil without --metrics-listen.
+	metrics *metricsServer
 
 	mu  sync.Mutex // guards rec and failure
 	rec *Record
@@ -531,8 +533,6 @@ type served struct {
 	failure string
 
 	requests chan request
-	// metrics serves GET /metrics over TCP too; nil without --metrics-listen.
-	metrics *metricsServer
 }
 
 // request is a stop or a hand-over asked through the control socket.

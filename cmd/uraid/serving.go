@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -23,8 +22,8 @@ type serveFlags struct {
 	minGap     time.Duration
 	queues     int
 	depth      int
-	foreground bool
 	metrics    string
+	foreground bool
 }
 
 func (f *serveFlags) register(cmd *cobra.Command) {
@@ -49,10 +48,8 @@ func (f *serveFlags) check() error {
 	if f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
 		return usageError{fmt.Errorf("--trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
 	}
-	if f.metrics != "" {
-		if _, port, err := net.SplitHostPort(f.metrics); err != nil || port == "" {
-			return usageError{fmt.Errorf("--metrics-listen %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", f.metrics)}
-		}
+	if err := daemon.CheckMetricsListen(f.metrics); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
