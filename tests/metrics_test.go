@@ -27,6 +27,9 @@ import (
 // kills the daemon and checks that status --json lists the dead array with its state and exit
 // code, and that the successor serves the metrics on the same address again.
 func TestE2EMetricsAndLeftovers(t *testing.T) {
+	uraidBin(t)
+	// The guest boots with its loopback interface down; the scrape needs it (its own, in the VM).
+	sh(t, "ip", "link", "set", "lo", "up")
 	members, _ := memberSet(t, "loop", 2, 96<<20)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
