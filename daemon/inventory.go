@@ -53,6 +53,21 @@ func (e *Entry) Describe() string {
 	return "not answering"
 }
 
+// Leftover describes an entry no daemon answers for; see Leftover.
+func (e *Entry) Leftover() Leftover {
+	l := Leftover{Schema: Schema, Name: e.Name, State: LeftUnknown, Orphan: e.Name == "", Message: e.Describe()}
+	if e.Record != nil {
+		l.Device, l.PID, l.DaemonRunning = e.Record.Device, e.Record.PID, e.Record.running()
+		if errors.Is(e.DeviceErr, unix.ENODEV) {
+			l.State = LeftGone
+		}
+	}
+	if e.Device != nil {
+		l.Device, l.State = e.Device.Path(), e.Device.State
+	}
+	return l
+}
+
 // Inventory lists every array that has a daemon, a socket or a record, sorted by name, then
 // the ublk devices whose server is gone and which no record names.
 func Inventory(ctx context.Context) ([]Entry, error) {

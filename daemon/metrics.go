@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"uraid/latency"
 	"uraid/raid"
 )
 
@@ -43,13 +44,30 @@ var (
 	descTrimMerged   = prometheus.NewDesc("uraid_member_discard_merged_total", "Discard pieces merged into another TRIM.", labelsMember, nil)
 	descTrimCancel   = prometheus.NewDesc("uraid_member_discard_cancelled_bytes_total", "Queued discard bytes dropped because a write overwrote them.", labelsMember, nil)
 	descTrimErrors   = prometheus.NewDesc("uraid_member_discard_errors_total", "Failed TRIMs.", labelsMember, nil)
-	descTrimLatency  = prometheus.NewDesc("uraid_member_discard_latency_seconds", "TRIM latency quantiles.", []string{"array", "member", "path", "quantile"}, nil)
+	descTrimLatency  = prometheus.NewDesc("uraid_member_discard_latency_seconds", "Latency of the TRIMs sent to the member, from issue to completion, failed ones included.", labelsMember, nil)
+	descMemberRead   = prometheus.NewDesc("uraid_member_read_latency_seconds", "Latency of the member's successful reads for the array's users, from issue to completion.", labelsMember, nil)
+	descMemberWrite  = prometheus.NewDesc("uraid_member_write_latency_seconds", "Latency of the member's successful writes for the array's users, from issue to completion.", labelsMember, nil)
+
+	descArrayRead    = prometheus.NewDesc("uraid_array_read_latency_seconds", "Latency of the array's successful reads, from the kernel's request to its completion.", labelsArray, nil)
+	descArrayWrite   = prometheus.NewDesc("uraid_array_write_latency_seconds", "Latency of the array's successful writes, from the kernel's request to its completion.", labelsArray, nil)
+	descArrayDiscard = prometheus.NewDesc("uraid_array_discard_latency_seconds", "Latency of the array's successful discards, from the kernel's request to its completion (async mode: to its queueing).", labelsArray, nil)
 )
+
+// histogram exports s, a latency histogram in nanoseconds, in seconds as Prometheus wants.
+func histogram(d *prometheus.Desc, s latency.Snapshot, l ...string) prometheus.Metric {
+	cum := s.Cumulative()
+	buckets := make(map[float64]uint64, len(cum))
+	for i, b := range latency.Bounds {
+		buckets[b.Seconds()] = cum[i]
+	}
+	return prometheus.MustNewConstHistogram(d, s.Count(), float64(s.SumNs)/1e9, buckets, l...)
+}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descSize, descUnclean, descFailed, descRecovered, descLastExit, descDiscReq, descDiscBytes, descDiscRanges,
 		descMemberUp, descReads, descWrites, descReadBytes, descWriteBytes, descIOErrors, descTrimQueued,
-		descTrimInflight, descTrimIssued, descTrimBytes, descTrimMerged, descTrimCancel, descTrimErrors, descTrimLatency} {
+		descTrimInflight, descTrimIssued, descTrimBytes, descTrimMerged, descTrimCancel, descTrimErrors, descTrimLatency,
+		descMemberRead, descMemberWrite, descArrayRead, descArrayWrite, descArrayDiscard} {
 		ch <- d
 	}
 }
@@ -105,8 +123,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descTrimMerged, float64(d.Merged), l...)
 		counter(descTrimCancel, float64(d.CancelledBytes), l...)
 		counter(descTrimErrors, float64(d.Errors), l...)
-		for q, v := range map[string]int64{"0.5": d.Latency.P50, "0.99": d.Latency.P99, "1": d.Latency.Max} {
-			gauge(descTrimLatency, float64(v)/1e6, append(l, q)...)
-		}
+		ch <- histogram(descTrimLatency, d.LatencyHistogram, l...)
+		ch <- histogram(descMemberRead, m.ReadLatency, l...)
+		ch <- histogram(descMemberWrite, m.WriteLatency, l...)
 	}
+	ch <- histogram(descArrayRead, st.ReadLatency, st.Name)
+	ch <- histogram(descArrayWrite, st.WriteLatency, st.Name)
+	ch <- histogram(descArrayDiscard, st.DiscardLatency, st.Name)
 }

@@ -76,6 +76,8 @@ type RecordedOptions struct {
 	TrimMemberInFlight map[string]int `json:"trim_member_inflight,omitempty"`
 	TrimExclusive      []string       `json:"trim_exclusive,omitempty"`
 	TrimGapNanos       int64          `json:"trim_gap_ns,omitempty"`
+	// MetricsListen is the TCP address the daemon serves GET /metrics on too.
+	MetricsListen string `json:"metrics_listen,omitempty"`
 }
 
 func recordOptions(o raid.Options) RecordedOptions {

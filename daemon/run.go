@@ -48,6 +48,9 @@ type Config struct {
 	Members []string
 	// Options are the array's serving options; Run records them for its successors.
 	Options raid.Options
+	// MetricsListen is a TCP address to serve GET /metrics on too, or "" for none. Recover
+	// serves on the recorded one when it is empty.
+	MetricsListen string
 	// Supervised says a supervisor (systemd) runs this daemon in the foreground and starts it
 	// again when it exits with a failure: a hand-over then ends with ErrRestartMe instead of
 	// leaving the successor to uraid restart.
@@ -105,6 +108,13 @@ func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (e
 	if err != nil {
 		return fmt.Errorf("array %s: %w", name, err)
 	}
+	var ms *metricsServer
+	if cfg.MetricsListen != "" {
+		if ms, err = listenMetrics(cfg.MetricsListen); err != nil {
+			return fmt.Errorf("array %s: %w", name, err)
+		}
+		defer ms.Close()
+	}
 	rec := newRecord(a, cfg)
 	if err := a.MarkDirty(); err != nil {
 		return fmt.Errorf("array %s: mark members in use: %w", name, err)
@@ -115,6 +125,7 @@ func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (e
 		return fmt.Errorf("array %s: %w", name, err)
 	}
 	s := newServed(a, dev, rec, cfg)
+	s.metrics = ms
 	ready = true
 	return s.serve(srv, sigs, n, onReady)
 }
@@ -218,7 +229,15 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	if err := writeRecord(&rec); err != nil {
 		fmt.Fprintf(os.Stderr, "uraid: %v\n", err)
 	}
+	if cfg.MetricsListen == "" {
+		cfg.MetricsListen = rec.Options.MetricsListen
+	}
 	s := newServed(a, dev, &rec, cfg)
+	if cfg.MetricsListen != "" {
+		// The predecessor may hold the port until it has exited: bind in the background.
+		s.metrics = &metricsServer{addr: cfg.MetricsListen}
+		defer s.metrics.Close()
+	}
 	ready = true
 	return s.serve(srv, sigs, n, onReady)
 }
@@ -243,10 +262,12 @@ func newRecord(a *raid.Array, cfg Config) *Record {
 			}
 		}
 	}
+	opts := recordOptions(cfg.Options)
+	opts.MetricsListen = cfg.MetricsListen
 	return &Record{
 		Name: a.Name, UUID: a.Superblock().ArrayUUID.String(),
 		PID: os.Getpid(), PIDStart: processStart(os.Getpid()), Exe: executable(),
-		Members: members, Options: recordOptions(cfg.Options), Supervised: cfg.Supervised,
+		Members: members, Options: opts, Supervised: cfg.Supervised,
 		Unclean: a.Unclean(),
 	}
 }
@@ -503,6 +524,8 @@ type served struct {
 	dev   device
 	flags ublk.Flags // the device's, which do not change
 	cfg   Config
+	// metrics serves GET /metrics over TCP too; nil without --metrics-listen.
+	metrics *metricsServer
 
 	mu  sync.Mutex // guards rec and failure
 	rec *Record
@@ -527,7 +550,7 @@ func (s *served) Status() any { return s.status() }
 func (s *served) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Status: s.a.Status(s.dev.Path(), os.Getpid()), Version: Version, Failure: s.failure}
+	st := Status{Schema: Schema, Status: s.a.Status(s.dev.Path(), os.Getpid()), Version: Version, Failure: s.failure}
 	if s.failure != "" {
 		st.State = raid.StateNameFailed
 	}
@@ -559,6 +582,9 @@ func (s *served) serve(srv *Server, sigs <-chan os.Signal, n *Notifier, onReady 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(s.status))
 	srv.Serve(s, reg, os.Getenv(envHooks) == "1")
+	if s.metrics != nil {
+		s.metrics.serve(reg)
+	}
 	n.Ready(s.dev.Path())
 	if onReady != nil {
 		onReady(s.dev.Path())

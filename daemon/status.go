@@ -2,9 +2,16 @@ package daemon
 
 import "uraid/raid"
 
+// Schema is the version of the JSON that the daemon serves and the CLI prints (status, detail,
+// examine, list), carried in every object as "schema". It changes only when a field is renamed,
+// removed or changes meaning or type; new fields do not change it. docs/cli.md lists the fields.
+const Schema = 1
+
 // Status is what a daemon answers on GET /status: the array's status, with the state "failed"
 // while its device has failed, and what the daemon knows of its device's recovery.
 type Status struct {
+	// Schema comes first so that a reader sees it before anything it may not understand.
+	Schema int `json:"schema"`
 	raid.Status
 	// Failure says why the device failed (a queue stopped serving); the daemon exits with it,
 	// leaving the device for its successor.
@@ -26,3 +33,35 @@ type RecoveryStatus struct {
 	// LastExit is why the daemon before this one ended without stopping the device.
 	LastExit string `json:"last_exit,omitempty"`
 }
+
+// Leftover is an array, or a ublk device, that no daemon answers for, as `status --json` and
+// `list --json` show it beside the running arrays: so that a script sees a dead array instead of
+// missing it.
+type Leftover struct {
+	Schema int `json:"schema"`
+	// Name is the array's; empty for an orphan (a device no record names).
+	Name string `json:"name,omitempty"`
+	// Device is the block device the record names, or the orphan's.
+	Device string `json:"device,omitempty"`
+	// State is the kernel's state of the device left behind (LeftQuiesced, LeftLive, LeftDead),
+	// LeftGone when the kernel no longer has it, or LeftUnknown when there is no record to say
+	// which device it was or the kernel cannot be asked.
+	State string `json:"state"`
+	// PID is the dead (or not answering) daemon's, from the record; 0 without one.
+	PID int `json:"pid,omitempty"`
+	// DaemonRunning: the record's daemon still runs but does not answer on its socket.
+	DaemonRunning bool `json:"daemon_running"`
+	// Orphan: no record names the device; uraid stop DEVICE removes it.
+	Orphan bool `json:"orphan"`
+	// Message says what is left and what to do, as the text views do.
+	Message string `json:"message"`
+}
+
+// Leftover states, beside the kernel's own ("live", "dead", "quiesced").
+const (
+	LeftQuiesced = "quiesced"
+	LeftLive     = "live"
+	LeftDead     = "dead"
+	LeftGone     = "gone"
+	LeftUnknown  = "unknown"
+)

@@ -269,7 +269,9 @@ func (m *member) finish(l *lane, id int, err error) {
 	m.busy.Add(-1)
 	m.lastEnd = end
 	m.stats.completed++
-	m.stats.latency.record(end.Sub(l.startAt[id]))
+	took := end.Sub(l.startAt[id])
+	m.stats.latency.record(took)
+	m.stats.buckets.Observe(took)
 	if err != nil {
 		m.stats.errors++
 		m.e.failedTrim(is.Seqs) // no discard with a piece in it counts as trimmed
@@ -354,5 +356,6 @@ func (m *member) snapshot() MemberStats {
 			P99: s.latency.percentile(0.99),
 			Max: s.latency.max,
 		},
+		LatencyHistogram: s.buckets.Snapshot(),
 	}
 }

@@ -1,5 +1,7 @@
 package discard
 
+import "uraid/latency"
+
 // MemberStats is a snapshot of one member's discard queue.
 type MemberStats struct {
 	Member int `json:"member"`
@@ -20,6 +22,8 @@ type MemberStats struct {
 	CancelledBytes int64  `json:"cancelled_bytes"` // queued bytes a write made moot
 
 	Latency Latency `json:"latency_us"`
+	// LatencyHistogram is the same TRIMs in the buckets the metrics export.
+	LatencyHistogram latency.Snapshot `json:"-"`
 }
 
 // Latency summarizes TRIM latency in microseconds. Percentiles are bucket
@@ -40,4 +44,5 @@ type counters struct {
 	completed   uint64
 	errors      uint64
 	latency     histogram
+	buckets     latency.Histogram
 }

@@ -78,6 +78,7 @@ type Array struct {
 	// readTurn spreads reads over the copies, one counter per queue, owned by its goroutine.
 	readTurn []uint32
 	discard  discardStats
+	lat      requestLatency
 	engine   *discard.Engine
 	// regions is the region map of an array with copies to keep in step (raid1, raid10), and
 	// syncer its resync, check and repair; nil for the others.

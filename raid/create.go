@@ -40,6 +40,7 @@ var (
 	ErrTooSmall      = errors.New("too small")
 	ErrDuplicate     = errors.New("named twice")
 	ErrBadGeometry   = errors.New("invalid geometry")
+	ErrSizeMismatch  = errors.New("members differ in size")
 )
 
 // Create checks every member and spare and the geometry, and only when all is well creates the
@@ -113,6 +114,9 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 	}
 	dataSize, err := dataSizeOf(&o, slotMembers)
 	if err != nil {
+		return fail(err)
+	}
+	if err := checkMirrorSizes(&o, slotMembers); err != nil {
 		return fail(err)
 	}
 	for _, m := range members {
@@ -248,6 +252,54 @@ func filesystemOn(f *os.File) string {
 		return "btrfs"
 	}
 	return ""
+}
+
+// mirrorSizeSlack is how much larger than the smallest a mirror's member may be before create
+// asks for --force: a mirror uses the smallest member's size of each, so the rest of a larger one
+// is never used, and a mix of one small disk among large ones is more often a wrong disk than a
+// choice.
+const mirrorSizeSlack = 10 // percent
+
+// checkMirrorSizes refuses, without --force, a raid1 or raid10 whose members differ in size by more
+// than mirrorSizeSlack, and says how much of them would lie unused. A --size says how much of each
+// member to use, and so that the rest is meant to be left.
+func checkMirrorSizes(o *CreateOptions, members []*Member) error {
+	if !o.Level.Redundant() || o.Force || o.Size != 0 || len(members) < 2 {
+		return nil
+	}
+	small, large := members[0], members[0]
+	var total int64
+	for _, m := range members {
+		if m.Size < small.Size {
+			small = m
+		}
+		if m.Size > large.Size {
+			large = m
+		}
+		total += m.Size
+	}
+	if (large.Size-small.Size)*100 <= large.Size*mirrorSizeSlack {
+		return nil
+	}
+	lost := total - small.Size*int64(len(members))
+	return fmt.Errorf("%w by more than %d%%: the smallest, %s, has %s and the largest, %s, %s; level %s uses %s of each, "+
+		"so %s of the members' %s would never be used (%d%%); use members of one size, --size to say how much of each to use, "+
+		"or --force to create it anyway", ErrSizeMismatch, mirrorSizeSlack, small.Path, sizeText(small.Size), large.Path,
+		sizeText(large.Size), o.Level.ShortName(), sizeText(small.Size), sizeText(lost), sizeText(total), lost*100/total)
+}
+
+// sizeText is a byte count as people read it: binary units, one decimal.
+func sizeText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
 }
 
 // dataSizeOf picks the data bytes every member holds: what the smallest member (or --size) has

@@ -251,3 +251,46 @@ func TestCreateForceOverwrites(t *testing.T) {
 	assert.Equal(t, "new", sb.Name)
 	assert.Equal(t, mapping.RAID0, sb.Level)
 }
+
+// TestCreateMirrorSizeMismatch: a mirror of members more than 10% apart in size is refused
+// without --force, with how much would lie unused, and nothing is written; linear and raid0 use
+// every member whole, and --size says the rest is meant to be left.
+func TestCreateMirrorSizeMismatch(t *testing.T) {
+	dir := t.TempDir()
+	small := sparseFile(t, dir, "small", 8*mib)
+	large := sparseFile(t, dir, "large", 10*mib)
+	paths := []string{small, large}
+	before := snapshot(t, paths)
+	for _, c := range []struct {
+		level  mapping.Level
+		layout mapping.Layout
+	}{{mapping.RAID1, mapping.NoLayout}, {mapping.RAID10, mapping.Near2}} {
+		_, _, err := Create(CreateOptions{Name: "m", Level: c.level, Layout: c.layout, Members: paths})
+		require.ErrorIs(t, err, ErrSizeMismatch, c.level.ShortName())
+		assert.Contains(t, err.Error(), "the smallest, "+small+", has 8.0 MiB and the largest, "+large+", 10.0 MiB")
+		assert.Contains(t, err.Error(), "uses 8.0 MiB of each, so 2.0 MiB of the members' 18.0 MiB would never be used (11%)")
+		assert.Contains(t, err.Error(), "--force")
+		assert.Equal(t, before, snapshot(t, paths), "a refused create wrote to a member")
+	}
+	for name, c := range map[string]struct {
+		level mapping.Level
+		sizes []int64
+		size  int64
+		force bool
+	}{
+		"within 10%": {level: mapping.RAID1, sizes: []int64{8 * mib, 8*mib + 512*1024}},
+		"raid0":      {level: mapping.RAID0, sizes: []int64{8 * mib, 10 * mib}},
+		"linear":     {level: mapping.Linear, sizes: []int64{8 * mib, 10 * mib}},
+		"--size":     {level: mapping.RAID1, sizes: []int64{8 * mib, 10 * mib}, size: 6 * mib},
+		"--force":    {level: mapping.RAID1, sizes: []int64{8 * mib, 10 * mib}, force: true},
+	} {
+		d := t.TempDir()
+		var ps []string
+		for i, sz := range c.sizes {
+			ps = append(ps, sparseFile(t, d, fmt.Sprint(i), sz))
+		}
+		ms, _, err := Create(CreateOptions{Name: "m", Level: c.level, Members: ps, Size: c.size, Force: c.force})
+		require.NoError(t, err, name)
+		closeAll(ms)
+	}
+}

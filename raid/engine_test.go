@@ -148,7 +148,7 @@ func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &fields))
 	assert.Equal(t, true, fields.Members[1]["trim_exclusive"])
 	assert.EqualValues(t, 1, fields.Members[1]["trim_inflight"])
-	assert.Contains(t, fields.Members[1], "discard_granularity", "existing field names stay")
+	assert.Contains(t, fields.Members[1], "discard_granularity_bytes", "field names are schema 1 (docs/cli.md)")
 }
 
 func readSuperblocks(t *testing.T, paths []string) []*Superblock {

@@ -2,8 +2,10 @@ package raid
 
 import (
 	"sync/atomic"
+	"time"
 
 	"uraid/discard"
+	"uraid/latency"
 )
 
 // discardStats counts the array's discard requests as the kernel sent them, and the reads and
@@ -26,7 +28,7 @@ type Status struct {
 	State       string         `json:"state"` // clean, active, degraded or failed
 	DiscardMode string         `json:"discard_mode"`
 	Events      uint64         `json:"events"`
-	CreateTime  int64          `json:"create_time"`
+	CreateTime  time.Time      `json:"create_time"` // UTC, from the superblock
 	PID         int            `json:"pid"`
 	Members     []MemberStatus `json:"members"`
 	Discard     DiscardTotals  `json:"discard"`
@@ -52,6 +54,12 @@ type Status struct {
 	ZeroCopyMode    string `json:"zero_copy_mode,omitempty"`
 	ZeroCopyReason  string `json:"zero_copy_reason,omitempty"`
 	CopyBufferBytes int64  `json:"copy_buffer_bytes"`
+
+	// ReadLatency, WriteLatency and DiscardLatency time the requests the kernel sent, from
+	// arrival to completion, for the metrics; not in the JSON, whose readers have the metrics.
+	ReadLatency    latency.Snapshot `json:"-"`
+	WriteLatency   latency.Snapshot `json:"-"`
+	DiscardLatency latency.Snapshot `json:"-"`
 }
 
 // MemberStatus is one member slot.
@@ -65,7 +73,7 @@ type MemberStatus struct {
 	SizeBytes   int64  `json:"size_bytes"`
 	// DiscardGranularity is the unit the member trims in, 0 when it cannot discard: its share of
 	// every discard is then skipped.
-	DiscardGranularity int64 `json:"discard_granularity"`
+	DiscardGranularity int64 `json:"discard_granularity_bytes"`
 	// TrimExclusive is true when the member's TRIMs stall its reads and writes (rotational, on a
 	// libata port, or named by the admin): it trims only while no read or write waits.
 	TrimExclusive bool `json:"trim_exclusive"`
@@ -73,6 +81,9 @@ type MemberStatus struct {
 	TrimInFlight int                 `json:"trim_inflight"`
 	IO           MemberIO            `json:"io"`
 	Discard      discard.MemberStats `json:"discard"`
+	// ReadLatency and WriteLatency time the member's reads and writes, for the metrics.
+	ReadLatency  latency.Snapshot `json:"-"`
+	WriteLatency latency.Snapshot `json:"-"`
 }
 
 // MemberIO counts a member's reads and writes.
@@ -120,7 +131,7 @@ func (a *Array) Status(device string, pid int) Status {
 	st := Status{
 		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.ShortName(),
 		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.m.Size(), Device: device,
-		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: sb.CreateTime, PID: pid,
+		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: time.Unix(0, sb.CreateTime).UTC(), PID: pid,
 		Discard: DiscardTotals{
 			Requests: a.discard.requests.Load(), Bytes: a.discard.bytes.Load(),
 			MemberRanges: a.discard.memberRanges.Load(),
@@ -130,6 +141,8 @@ func (a *Array) Status(device string, pid int) Status {
 	if sb.Level.HasLayout() {
 		st.Layout = sb.Layout.String()
 	}
+	st.ReadLatency, st.WriteLatency = a.lat.read.Snapshot(), a.lat.write.Snapshot()
+	st.DiscardLatency = a.lat.discard.Snapshot()
 	st.Unclean = a.Unclean()
 	switch {
 	case !a.readable():
@@ -184,6 +197,7 @@ func (a *Array) Status(device string, pid int) Status {
 			WriteBytes: s.writeBytes.Load(), Errors: s.errors.Load(),
 			SyncReadBytes: s.syncReadBytes.Load(), SyncWriteBytes: s.syncWriteBytes.Load(),
 		}
+		ms.ReadLatency, ms.WriteLatency = s.readLat.Snapshot(), s.writeLat.Snapshot()
 		st.Members = append(st.Members, ms)
 	}
 	return st

@@ -2,10 +2,12 @@ package raid
 
 import (
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"uraid/discard"
+	"uraid/latency"
 	"uraid/mapping"
 	"uraid/region"
 	"uraid/ublk"
@@ -34,6 +36,13 @@ type tagState struct {
 	newFail bool             // WRITE: a member failed during this request
 	req     *ublk.Request    // the request the tag holds, to resume it
 
+	// For the latency histograms: when the kernel handed the request over, and when its member
+	// I/O went out (READ, WRITE). A read that fails over to another copy keeps the first issue
+	// time: what the member histogram then shows is what the request waited.
+	start, issued latency.Stamp
+	// discarded times a DISCARD on its way back to the kernel: the engine tells it, not r.
+	discarded timedDiscard
+
 	// The region map's hold on a write (regions.go).
 	mapBegun  bool      // WRITE: counted in flight in the map
 	mapFailed bool      // WRITE: the map refused it
@@ -54,9 +63,33 @@ func (t *tagState) init() {
 	t.disc.Ranges = make([]discard.Range, 0, tagPrealloc)
 }
 
+// timedDiscard is the discard.Completer of a DISCARD: it records the request's latency, then
+// completes it. It lives in the tag, so that handing it to the engine allocates nothing.
+type timedDiscard struct {
+	r     *ublk.Request
+	start latency.Stamp
+	hist  *latency.Histogram
+}
+
+func (d *timedDiscard) Done(err error) {
+	if err == nil {
+		d.hist.Observe(latency.Since(d.start))
+	}
+	d.r.Done(err) // last: the tag may be reused from here on
+}
+
+// requestLatency times the requests the kernel sends the array, from their arrival to their
+// completion, parking for a TRIM included; failed requests are not counted.
+type requestLatency struct {
+	read, write, discard latency.Histogram
+}
+
 // memberStats counts a member's I/O; the daemon reads it while queues write it.
 type memberStats struct {
 	reads, writes, readBytes, writeBytes, errors atomic.Uint64
+	// readLat and writeLat time the user's successful member reads and writes, from their issue
+	// (once the engine admitted them) to their completion.
+	readLat, writeLat latency.Histogram
 	// The sync worker's own reads and writes (resync, check, repair), apart from the user's.
 	syncReadBytes, syncWriteBytes atomic.Uint64
 }
@@ -106,6 +139,7 @@ func (a *Array) active(i int) bool { return MemberState(a.state[i].Load()) == Me
 func (a *Array) Serve(r *ublk.Request) {
 	t := a.tag(r)
 	t.pending, t.err, t.newFail, t.req = 0, 0, false, r
+	t.start = latency.Now()
 	t.mapBegun, t.mapFailed = false, false
 	switch r.Op {
 	case ublk.OpRead:
@@ -171,6 +205,7 @@ func (a *Array) admitRead(r *ublk.Request, t *tagState) {
 		return
 	}
 	a.readTurn[r.Queue] = turn + uint32(len(t.read.Pieces))
+	t.issued = latency.Now()
 	for i := range t.read.Pieces {
 		a.prepRead(r, t, i)
 	}
@@ -243,6 +278,7 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 		a.discard.parkedWrites.Add(1)
 		return
 	}
+	t.issued = latency.Now()
 	for i, e := range t.exts {
 		if t.failed[i] {
 			continue
@@ -307,7 +343,8 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 	if a.regions != nil {
 		trim = a.regions.startTrim(r.Offset, r.Length)
 	}
-	t.disc.Done = r
+	t.discarded = timedDiscard{r: r, start: t.start, hist: &a.lat.discard}
+	t.disc.Done = &t.discarded
 	a.engine.Discard(&t.disc)
 	if a.regions != nil {
 		// The mark is read before the queue can reuse the tag: that takes this goroutine.
@@ -325,7 +362,7 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		p := &t.pieces[i]
 		c := t.read.Pieces[i].Pick()
 		err := ioResult(res, p.Length)
-		a.account(c.Member, ublk.OpRead, p.Length, err)
+		a.account(c.Member, ublk.OpRead, p.Length, err, latency.Since(t.issued))
 		if err == nil {
 			a.engine.EndRead(&t.read, i)
 			break
@@ -347,7 +384,7 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 			}
 			break
 		}
-		a.account(e.Member, ublk.OpWrite, e.Length, err)
+		a.account(e.Member, ublk.OpWrite, e.Length, err, latency.Since(t.issued))
 		if err != nil {
 			t.failed[i] = true
 			t.newFail = true
@@ -388,16 +425,19 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 			// queue goroutine.
 			go func() {
 				_ = a.writeSuperblocks(StateDirty)
+				a.observe(&a.lat.write, t.start, res)
 				r.Complete(res)
 			}()
 			return
 		}
+		a.observe(&a.lat.write, t.start, res)
 		r.Complete(res)
 	case ublk.OpRead:
 		if t.err != 0 {
 			r.Complete(t.err)
 			return
 		}
+		a.observe(&a.lat.read, t.start, int32(r.Length))
 		r.Complete(int32(r.Length))
 	default:
 		r.Complete(t.err)
@@ -434,7 +474,7 @@ func ioResult(res int32, want int64) error {
 	return nil
 }
 
-func (a *Array) account(member int, op ublk.Op, n int64, err error) {
+func (a *Array) account(member int, op ublk.Op, n int64, err error, took time.Duration) {
 	s := &a.stats[member]
 	if err != nil {
 		s.errors.Add(1)
@@ -443,9 +483,18 @@ func (a *Array) account(member int, op ublk.Op, n int64, err error) {
 	if op == ublk.OpRead {
 		s.reads.Add(1)
 		s.readBytes.Add(uint64(n))
+		s.readLat.Observe(took)
 	} else {
 		s.writes.Add(1)
 		s.writeBytes.Add(uint64(n))
+		s.writeLat.Observe(took)
+	}
+}
+
+// observe records the latency of a request that completes with res, if it succeeded.
+func (a *Array) observe(h *latency.Histogram, start latency.Stamp, res int32) {
+	if res >= 0 {
+		h.Observe(latency.Since(start))
 	}
 }
 

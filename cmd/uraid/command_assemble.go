@@ -31,7 +31,8 @@ with the options the array ran with. That is what a supervisor restarting a fail
 (docs/uraid@.service).`,
 		Example: `  uraid assemble demo /var/lib/uraid/demo/m{0..3}
   uraid assemble data --foreground --recover /dev/disk/by-id/nvme-a /dev/disk/by-id/nvme-b`,
-		Args: usageArgs(cobra.MinimumNArgs(2)),
+		Args:              arrayArgs(cobra.MinimumNArgs(2), false),
+		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, members := args[0], args[1:]
 			if err := o.serve.check(); err != nil {
@@ -65,6 +66,7 @@ with the options the array ran with. That is what a supervisor restarting a fail
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "run without missing or stale members if every byte still has a copy")
 	cmd.Flags().BoolVar(&o.recover, "recover", false, "take over the device a dead daemon of the array left, if there is one")
 	o.serve.register(cmd)
+	registerServeCompletion(cmd)
 	return cmd
 }
 

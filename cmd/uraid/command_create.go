@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -34,7 +35,14 @@ carry a superblock or a filesystem (unless --force), are mounted or in use, are 
 too small are refused.`,
 		Example: `  uraid create demo --level 10 --size 1G /var/lib/uraid/demo/m{0..3}
   uraid create fast --level 0 --chunk 256K --discard async /dev/nvme0n1 /dev/nvme1n1`,
-		Args: usageArgs(cobra.MinimumNArgs(2)),
+		Args: arrayArgs(cobra.MinimumNArgs(2), false),
+		// The name is new: nothing to offer; members are files.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveDefault
+		},
 		RunE: func(cmd *cobra.Command, args []string) error { return runCreate(cmd, args[0], args[1:], &o) },
 	}
 	fl := cmd.Flags()
@@ -44,6 +52,9 @@ too small are refused.`,
 	fl.Var(&o.size, "size", "bytes of each member to use; members that do not exist are created this size")
 	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or a filesystem")
 	o.serve.register(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("level", fixedWords(levelWords...))
+	_ = cmd.RegisterFlagCompletionFunc("layout", fixedWords(layoutWords...))
+	registerServeCompletion(cmd)
 	return cmd
 }
 
@@ -77,6 +88,11 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 		Name: name, Level: level, Layout: layout, Chunk: int64(o.chunk), Size: int64(o.size),
 		Members: members, Force: o.force,
 	})
+	if errors.Is(err, raid.ErrBadGeometry) {
+		// --level, --layout and --chunk that do not go together, or a member count the level
+		// cannot have: how uraid was called, not what the members hold.
+		return usageError{err}
+	}
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -15,9 +14,10 @@ import (
 func newDetailCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "detail NAME",
-		Short: "Show one array in full, with per-member I/O and discard statistics; exit 3 if degraded or failed",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:               "detail NAME",
+		Short:             "Show one array in full, with per-member I/O and discard statistics; exit 3 if degraded or failed",
+		Args:              arrayArgs(cobra.ExactArgs(1), false),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := arrayStatus(cmd.Context(), args[0])
 			if err != nil {
@@ -25,9 +25,7 @@ func newDetailCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(st); err != nil {
+				if err := writeJSON(out, stamped(st)); err != nil {
 					return err
 				}
 			} else {
@@ -84,7 +82,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	}
 	row("Recovery", recovery)
 	row("Events", fmt.Sprint(st.Events))
-	row("Creation Time", time.Unix(0, st.CreateTime).UTC().Format(time.RFC3339))
+	row("Creation Time", st.CreateTime.UTC().Format(time.RFC3339))
 	row("Discard Mode", st.DiscardMode)
 	row("Zero Copy", zeroCopyText(st))
 	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,

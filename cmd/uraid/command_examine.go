@@ -1,33 +1,46 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"uraid/daemon"
 	"uraid/raid"
 )
 
 // examined is a member's superblock as examine prints it in JSON.
 type examined struct {
-	Path       string `json:"path"`
-	Name       string `json:"name"`
-	UUID       string `json:"uuid"`
-	MemberUUID string `json:"member_uuid"`
-	Level      string `json:"level"`
-	Layout     string `json:"layout,omitempty"`
-	ChunkBytes uint64 `json:"chunk_bytes"`
-	Members    uint32 `json:"members"`
-	Index      uint32 `json:"index"`
-	DataOffset uint64 `json:"data_offset"`
-	DataSize   uint64 `json:"data_size"`
-	Events     uint64 `json:"events"`
-	State      string `json:"state"`
-	CreateTime string `json:"create_time"`
-	UpdateTime string `json:"update_time"`
+	Schema          int       `json:"schema"`
+	Path            string    `json:"path"`
+	Name            string    `json:"name"`
+	UUID            string    `json:"uuid"`
+	MemberUUID      string    `json:"member_uuid"`
+	Level           string    `json:"level"`
+	Layout          string    `json:"layout,omitempty"`
+	ChunkBytes      uint64    `json:"chunk_bytes"`
+	MemberCount     uint32    `json:"member_count"`
+	Index           uint32    `json:"index"`
+	DataOffsetBytes uint64    `json:"data_offset_bytes"`
+	DataSizeBytes   uint64    `json:"data_size_bytes"`
+	Events          uint64    `json:"events"`
+	State           string    `json:"state"`
+	CreateTime      time.Time `json:"create_time"`
+	UpdateTime      time.Time `json:"update_time"`
+}
+
+func examineOf(path string, sb *raid.Superblock) examined {
+	e := examined{Schema: daemon.Schema, Path: path, Name: sb.Name, UUID: sb.ArrayUUID.String(),
+		MemberUUID: sb.MemberUUID.String(), Level: sb.Level.ShortName(), ChunkBytes: sb.ChunkSize,
+		MemberCount: sb.Members, Index: sb.Index, DataOffsetBytes: sb.DataOffset, DataSizeBytes: sb.DataSize,
+		Events: sb.Events, State: sb.State.String(),
+		CreateTime: time.Unix(0, sb.CreateTime).UTC(), UpdateTime: time.Unix(0, sb.UpdateTime).UTC()}
+	if sb.Level.HasLayout() {
+		e.Layout = sb.Layout.String()
+	}
+	return e
 }
 
 func newExamineCommand() *cobra.Command {
@@ -46,19 +59,10 @@ func newExamineCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			e := examined{Path: args[0], Name: sb.Name, UUID: sb.ArrayUUID.String(), MemberUUID: sb.MemberUUID.String(),
-				Level: sb.Level.ShortName(), ChunkBytes: sb.ChunkSize, Members: sb.Members, Index: sb.Index,
-				DataOffset: sb.DataOffset, DataSize: sb.DataSize, Events: sb.Events, State: sb.State.String(),
-				CreateTime: time.Unix(0, sb.CreateTime).UTC().Format(time.RFC3339),
-				UpdateTime: time.Unix(0, sb.UpdateTime).UTC().Format(time.RFC3339)}
-			if sb.Level.HasLayout() {
-				e.Layout = sb.Layout.String()
-			}
+			e := examineOf(args[0], sb)
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(e)
+				return writeJSON(out, e)
 			}
 			row := func(k string, v any) { fmt.Fprintf(out, "%15s : %v\n", k, v) }
 			row("Member", e.Path)
@@ -72,14 +76,14 @@ func newExamineCommand() *cobra.Command {
 			if e.ChunkBytes > 0 {
 				row("Chunk Size", formatSize(int64(e.ChunkBytes)))
 			}
-			row("Raid Devices", e.Members)
+			row("Raid Devices", e.MemberCount)
 			row("Device Role", fmt.Sprintf("member %d", e.Index))
-			row("Data Offset", fmt.Sprintf("%d bytes", e.DataOffset))
-			row("Data Size", fmt.Sprintf("%s (%d bytes)", formatSize(int64(e.DataSize)), e.DataSize))
+			row("Data Offset", fmt.Sprintf("%d bytes", e.DataOffsetBytes))
+			row("Data Size", fmt.Sprintf("%s (%d bytes)", formatSize(int64(e.DataSizeBytes)), e.DataSizeBytes))
 			row("Events", e.Events)
 			row("State", e.State)
-			row("Creation Time", e.CreateTime)
-			row("Update Time", e.UpdateTime)
+			row("Creation Time", e.CreateTime.Format(time.RFC3339))
+			row("Update Time", e.UpdateTime.Format(time.RFC3339))
 			return nil
 		},
 	}

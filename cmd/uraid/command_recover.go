@@ -24,8 +24,9 @@ on: their I/O waited while no daemon served, and the requests the dead daemon he
 to the new one. Because writes in flight may have reached some copies only, the array is then
 marked unclean, and the regions the dead daemon was writing are resynced in the background. A
 device the kernel no longer has is created again under the same number.`,
-		Example: `  uraid recover demo`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Example:           `  uraid recover demo`,
+		Args:              arrayArgs(cobra.ExactArgs(1), false),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := daemon.CheckName(name); err != nil {

@@ -43,7 +43,7 @@ func TestRecoveryCommandsRefuse(t *testing.T) {
 		msg  string
 	}{
 		{"recover without a record", []string{"recover", "nosuch"}, exitError, "no record of the array"},
-		{"recover a bad name", []string{"recover", "a/b"}, exitError, "name"},
+		{"recover a bad name", []string{"recover", "a/b"}, exitUsage, "name"},
 		{"recover without a name", []string{"recover"}, exitUsage, "accepts 1 arg"},
 		{"restart what does not run", []string{"restart", "nosuch"}, exitError, "not running"},
 		{"stop a path that is no ublk device", []string{"stop", "/dev/sda"}, exitError, "not a ublk block device"},

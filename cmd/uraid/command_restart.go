@@ -21,8 +21,9 @@ reissue (UBLK_F_USER_RECOVERY_REISSUE, Linux 6.12 has it), or those requests wou
 it, restart is refused. A daemon run by systemd (--foreground under Type=notify) exits with status
 75 instead, and systemd's Restart=on-failure starts the new one. If the new daemon cannot start,
 the device waits for one (its I/O is held, not failed): run uraid recover NAME once it can.`,
-		Example: `  install -m 0755 build/uraid /usr/local/bin/uraid && uraid restart demo`,
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Example:           `  install -m 0755 build/uraid /usr/local/bin/uraid && uraid restart demo`,
+		Args:              arrayArgs(cobra.ExactArgs(1), false),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			ctx, cancel := context.WithTimeout(cmd.Context(), spawnTimeout)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,15 +49,13 @@ func stateText(st daemon.Status) string {
 func newStatusCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status [NAME]",
-		Short: "Show arrays compactly, and devices dead daemons left; exit 3 if one is degraded, failed or not answering",
-		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		Use:               "status [NAME]",
+		Short:             "Show arrays compactly, and devices dead daemons left; exit 3 if one is degraded, failed or not answering",
+		Args:              arrayArgs(cobra.MaximumNArgs(1), false),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var entries []daemon.Entry
 			if len(args) == 1 {
-				if err := daemon.CheckName(args[0]); err != nil {
-					return err
-				}
 				e := daemon.Lookup(cmd.Context(), args[0])
 				if e.Status == nil && e.Record == nil {
 					return e.Err
@@ -73,15 +70,7 @@ func newStatusCommand() *cobra.Command {
 			out := cmd.OutOrStdout()
 			bad := false
 			if asJSON {
-				list := []daemon.Status{}
-				for _, e := range entries {
-					if e.Status != nil {
-						list = append(list, *e.Status)
-					}
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(list); err != nil {
+				if err := writeJSON(out, entriesJSON(entries)); err != nil {
 					return err
 				}
 			} else if len(entries) == 0 {
@@ -110,7 +99,7 @@ func newStatusCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of the arrays' status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array: each array's status, and what dead daemons left (docs/cli.md)")
 	return cmd
 }
 

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -126,5 +129,34 @@ func TestDetailZeroCopy(t *testing.T) {
 		var out bytes.Buffer
 		writeDetail(&out, st)
 		assert.Contains(t, out.String(), "      Zero Copy : "+tt.want+"\n")
+	}
+}
+
+// TestStatusJSONListsDeadArray: an array whose daemon is gone but whose record is left is listed
+// with its state, not dropped, and status says so in its exit code.
+func TestStatusJSONListsDeadArray(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("URAID_RUN_DIR", dir)
+	rec := `{"version":1,"name":"dead","pid":1073741824,"device_id":9,"device":"/dev/ublkb9","members":["/m0"]}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dead.json"), []byte(rec), 0o600))
+	for _, args := range [][]string{{"status", "--json"}, {"status", "--json", "dead"}, {"list", "--json"}} {
+		code, out, errOut := runCLI(t, args...)
+		want := exitDegraded
+		if args[0] == "list" {
+			want = exitOK
+		}
+		require.Equal(t, want, code, "%v: %s", args, errOut)
+		var got []daemon.Leftover
+		require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+		require.Len(t, got, 1, out)
+		l := got[0]
+		assert.Equal(t, daemon.Schema, l.Schema)
+		assert.Equal(t, "dead", l.Name)
+		assert.Equal(t, "/dev/ublkb9", l.Device)
+		assert.False(t, l.DaemonRunning)
+		assert.False(t, l.Orphan)
+		// Without ublk (this host) the kernel cannot be asked; with it, the device is gone.
+		assert.Contains(t, []string{daemon.LeftUnknown, daemon.LeftGone}, l.State)
+		assert.Contains(t, l.Message, "daemon 1073741824")
 	}
 }

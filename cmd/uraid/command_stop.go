@@ -25,7 +25,8 @@ uraid recover lets that carry on) and the array's record. A device no record nam
 one left by a daemon that died while it started, is stopped by its path.`,
 		Example: `  umount /mnt/demo && uraid stop demo
   uraid stop /dev/ublkb3`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args:              arrayArgs(cobra.ExactArgs(1), true),
+		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()

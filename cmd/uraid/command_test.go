@@ -62,7 +62,7 @@ func TestCreateRefusalsCLI(t *testing.T) {
 	}{
 		{"no level", append([]string{"create", "a"}, ms...), exitUsage, "--level is required"},
 		{"bad level", append([]string{"create", "a", "--level", "5"}, ms...), exitUsage, "level"},
-		{"bad chunk", append([]string{"create", "a", "--level", "0", "--chunk", "3K"}, ms...), exitError, "power of two"},
+		{"bad chunk", append([]string{"create", "a", "--level", "0", "--chunk", "3K"}, ms...), exitUsage, "power of two"},
 		{"chunk syntax", append([]string{"create", "a", "--level", "0", "--chunk", "lots"}, ms...), exitUsage, "K, M, G or T"},
 		{"bad layout", append([]string{"create", "a", "--level", "10", "--layout", "x9"}, ms...), exitUsage, "layout"},
 		{"bad discard mode", append([]string{"create", "a", "--level", "1", "--discard", "lazy"}, ms...), exitUsage, "use sync"},
@@ -75,9 +75,9 @@ func TestCreateRefusalsCLI(t *testing.T) {
 		{"duplicate", []string{"create", "a", "--level", "1", ms[0], ms[0]}, exitError, "named twice"},
 		{"missing without size", []string{"create", "a", "--level", "1", ms[0], ms[1] + ".new"}, exitError, "give --size"},
 		{"too small", append([]string{"create", "a", "--level", "0", "--size", "1M"}, ms...), exitError, "too small"},
-		{"bad name", append([]string{"create", "a/b", "--level", "0"}, ms...), exitError, "name"},
-		{"hidden name", append([]string{"create", ".a", "--level", "0"}, ms...), exitError, "starts with '.'"},
-		{"one member", []string{"create", "a", "--level", "10", ms[0]}, exitError, "at least 2 members"},
+		{"bad name", append([]string{"create", "a/b", "--level", "0"}, ms...), exitUsage, "name"},
+		{"hidden name", append([]string{"create", ".a", "--level", "0"}, ms...), exitUsage, "starts with '.'"},
+		{"one member", []string{"create", "a", "--level", "10", ms[0]}, exitUsage, "at least 2 members"},
 		{"no member", []string{"create", "a", "--level", "10"}, exitUsage, "at least 2 arg"},
 	}
 	for _, tt := range tests {
@@ -113,7 +113,7 @@ func TestExamineCLI(t *testing.T) {
 	assert.Equal(t, "arr", e.Name)
 	assert.Equal(t, "1", e.Level)
 	assert.EqualValues(t, 1, e.Index)
-	assert.EqualValues(t, 2, e.Members)
+	assert.EqualValues(t, 2, e.MemberCount)
 	assert.Equal(t, "clean", e.State)
 
 	code, out, _ = runCLI(t, "examine", ms[0])
@@ -189,13 +189,17 @@ func TestParseInFlight(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, all)
 	assert.Nil(t, per)
+	all, per, err = parseInFlight("0")
+	require.NoError(t, err, "0 means the defaults, as docs/cli.md says")
+	assert.Zero(t, all)
+	assert.Nil(t, per)
 	all, _, err = parseInFlight("8")
 	require.NoError(t, err)
 	assert.Equal(t, 8, all)
 	_, per, err = parseInFlight("/dev/sda=1,/dev/nvme0n1=8")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"/dev/sda": 1, "/dev/nvme0n1": 8}, per)
-	for _, bad := range []string{"0", "65", "-1", "a", "/dev/sda", "/dev/sda=", "=3", "/dev/sda=2,", "/dev/sda=x"} {
+	for _, bad := range []string{"65", "-1", "/dev/sda=0", "a", "/dev/sda", "/dev/sda=", "=3", "/dev/sda=2,", "/dev/sda=x"} {
 		_, _, err := parseInFlight(bad)
 		assert.Error(t, err, bad)
 	}

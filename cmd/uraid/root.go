@@ -44,7 +44,16 @@ serves them as /dev/ublkbN block devices. Every discard is split along stripe bo
 range per member and sent to the members concurrently.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       daemon.Version,
+		Args:          usageArgs(cobra.NoArgs),
+		// uraid alone is a usage error: the help goes where errors go, and the exit says so.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return exitCode(exitUsage)
+		},
 	}
+	root.SetVersionTemplate("uraid {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
 		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
@@ -79,6 +88,21 @@ func runWith(args []string, stdout, stderr io.Writer) int {
 // subcommand. Flag errors come through SetFlagErrorFunc and argument errors through usageArgs.
 func isCobraUsage(err error) bool {
 	return strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// arrayArgs is usageArgs that also checks the array name, the first argument: a name no array
+// can have is a usage error, found before anything is asked of a daemon. With devices, a path
+// (/dev/ublkbN) is let through in its place.
+func arrayArgs(v cobra.PositionalArgs, devices bool) cobra.PositionalArgs {
+	return usageArgs(func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return err
+		}
+		if len(args) == 0 || (devices && strings.HasPrefix(args[0], "/")) {
+			return nil
+		}
+		return daemon.CheckName(args[0])
+	})
 }
 
 // usageArgs wraps a cobra argument validator so its errors exit with exitUsage.

@@ -22,17 +22,19 @@ type serveFlags struct {
 	minGap     time.Duration
 	queues     int
 	depth      int
+	metrics    string
 	foreground bool
 }
 
 func (f *serveFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.discard, "discard", "sync", "when a discard completes: sync (once every member trimmed) or async (once queued on every member)")
-	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some\n(default: 1 for files and exclusive members, 4 for other block devices)")
+	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some; 0 or\nunset: 1 for files and exclusive members, 4 for other block devices")
 	fl.Var(&f.exclusive, "trim-exclusive", "members whose TRIMs stall their reads and writes, e.g. a SATA SSD behind a USB or SAS\nbridge: they run one TRIM at a time (unless --trim-inflight says otherwise) and let reads\nand writes go first. Rotational members and members on a SATA/ATA port are detected\nwithout it")
 	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs")
 	fl.IntVar(&f.queues, "queues", daemon.DefaultQueues, "ublk queues (0: one per CPU)")
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
+	fl.StringVar(&f.metrics, "metrics-listen", "", "also serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9105 (default: off;\nthey are always on the control socket)")
 	fl.BoolVar(&f.foreground, "foreground", false, "serve from this process until stopped (for systemd) instead of a background daemon")
 }
 
@@ -45,6 +47,9 @@ func (f *serveFlags) check() error {
 	}
 	if f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
 		return usageError{fmt.Errorf("--trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
+	}
+	if err := daemon.CheckMetricsListen(f.metrics); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
@@ -66,12 +71,13 @@ func (l *memberList) Set(s string) error {
 	return nil
 }
 
-// parseInFlight reads --trim-inflight: "" (defaults), "N" (every member) or "PATH=N,PATH=N".
+// parseInFlight reads --trim-inflight: "" or "0" (the defaults), "N" (every member) or
+// "PATH=N,PATH=N".
 func parseInFlight(s string) (all int, per map[string]int, err error) {
-	if s == "" {
+	if s == "" || s == "0" {
 		return 0, nil, nil
 	}
-	bad := fmt.Errorf("--trim-inflight %q: give a count from 1 to 64 for every member, or MEMBER=COUNT,... e.g. /dev/sda=1,/dev/nvme0n1=8", s)
+	bad := fmt.Errorf("--trim-inflight %q: give a count from 1 to 64 for every member (0 for the defaults), or MEMBER=COUNT,... e.g. /dev/sda=1,/dev/nvme0n1=8", s)
 	count := func(v string) (int, bool) {
 		n, err := strconv.Atoi(v)
 		return n, err == nil && n >= 1 && n <= 64
@@ -108,6 +114,9 @@ func (f *serveFlags) args() []string {
 		"--trim-gap", f.minGap.String(), fmt.Sprintf("--queues=%d", f.queues), fmt.Sprintf("--depth=%d", f.depth)}
 	if len(f.exclusive) > 0 {
 		args = append(args, "--trim-exclusive="+f.exclusive.String())
+	}
+	if f.metrics != "" {
+		args = append(args, "--metrics-listen="+f.metrics)
 	}
 	return args
 }
@@ -159,7 +168,7 @@ func serveHere(cmd *cobra.Command, a *raid.Array, members []string, f *serveFlag
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised()}
+	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics}
 	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
 }
 
@@ -168,7 +177,7 @@ func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notif
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised()}, n, printDevice(cmd, f)))
+	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics}, n, printDevice(cmd, f)))
 }
 
 func printDevice(cmd *cobra.Command, f *serveFlags) func(string) {

@@ -1,0 +1,109 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metricsServer serves GET /metrics over TCP (--metrics-listen), for a Prometheus that cannot
+// reach the root-only control socket. It serves nothing else: status and stop stay on the socket.
+type metricsServer struct {
+	addr string
+	ln   net.Listener // set by listen, or later by the retrying goroutine
+	srv  *http.Server
+	stop chan struct{}
+	done chan struct{}
+}
+
+// CheckMetricsListen says what is wrong with addr as --metrics-listen, or nil ("" is off).
+func CheckMetricsListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("--metrics-listen %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", addr)
+	}
+	return nil
+}
+
+// listenMetrics binds addr now, so that a bad address fails create or assemble before the device
+// exists.
+func listenMetrics(addr string) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w (pick a free host:port, e.g. 127.0.0.1:9105)", addr, err)
+	}
+	return &metricsServer{addr: addr, ln: ln}, nil
+}
+
+// metricsRetryFor bounds how long a successor waits for the port its predecessor still holds.
+const metricsRetryFor = time.Minute
+
+// serve answers on the listener; with none bound yet (a successor whose predecessor may still be
+// exiting with the port), it binds addr in the background, trying again until metricsRetryFor has
+// passed. The device is served either way: metrics are not worth failing the array for.
+func (m *metricsServer) serve(reg prometheus.Gatherer) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	ln := m.ln
+	go func() {
+		defer close(m.done)
+		if ln == nil {
+			ln = m.bind()
+			if ln == nil {
+				return
+			}
+		}
+		if err := m.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(os.Stderr, "uraid: metrics on %s: %v\n", m.addr, err)
+		}
+	}()
+}
+
+// bind is the successor's retrying listen; nil once stopped or out of time.
+func (m *metricsServer) bind() net.Listener {
+	deadline := time.Now().Add(metricsRetryFor)
+	for {
+		ln, err := net.Listen("tcp", m.addr)
+		if err == nil {
+			return ln
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "uraid: --metrics-listen %s: %v; serving metrics on the control socket only\n", m.addr, err)
+			return nil
+		}
+		select {
+		case <-m.stop:
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops serving and waits for the server goroutine; safe on a server never served.
+func (m *metricsServer) Close() {
+	if m == nil {
+		return
+	}
+	if m.srv == nil {
+		if m.ln != nil {
+			m.ln.Close()
+		}
+		return
+	}
+	close(m.stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = m.srv.Shutdown(ctx)
+	<-m.done
+}

@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func metricsRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(metricsStatus))
+	return reg
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestMetricsOverTCP(t *testing.T) {
+	ms, err := listenMetrics("127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ms.ln.Addr().String()
+	ms.serve(metricsRegistry())
+	code, body, err := get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, `uraid_array_size_bytes{array="m"}`)
+	assert.Empty(t, lintMetrics(t, body), "what Prometheus scrapes passes promtool")
+	code, _, err = get("http://" + addr + "/status")
+	require.NoError(t, err)
+	assert.Equal(t, 404, code, "only metrics over TCP: status names member paths and stays root-only")
+	ms.Close()
+	_, _, err = get("http://" + addr + "/metrics")
+	assert.Error(t, err, "closed")
+}
+
+func TestMetricsListenRefusesBadAddress(t *testing.T) {
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer hold.Close()
+	for _, addr := range []string{hold.Addr().String(), "127.0.0.1:99999"} {
+		_, err := listenMetrics(addr)
+		require.Error(t, err, addr)
+		assert.True(t, strings.HasPrefix(err.Error(), "--metrics-listen "+addr+": "), err.Error())
+	}
+}
+
+// TestMetricsSuccessorWaitsForPort: a successor binds the port once its predecessor lets it go.
+func TestMetricsSuccessorWaitsForPort(t *testing.T) {
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := hold.Addr().String()
+	ms := &metricsServer{addr: addr}
+	ms.serve(metricsRegistry())
+	defer ms.Close()
+	hold.Close() // the predecessor exits
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body, err := get("http://" + addr + "/metrics")
+		if err == nil && code == 200 && strings.Contains(body, "uraid_array_state") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the successor never served metrics on %s: %v", addr, err)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMetricsCloseWhileWaitingForPort: Close does not wait out the retry.
+func TestMetricsCloseWhileWaitingForPort(t *testing.T) {
+	hold, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer hold.Close()
+	ms := &metricsServer{addr: hold.Addr().String()}
+	ms.serve(metricsRegistry())
+	done := make(chan struct{})
+	go func() { ms.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(metricsRetryFor / 2):
+		t.Fatal("Close waited for the port")
+	}
+}
