@@ -157,7 +157,11 @@ func rebuildLife(t *testing.T, level string, n int) {
 	}
 	spare := newDMMember(t, level+"-spare", size)
 	r := &rebuildArray{t: t, name: "rb" + level, mnt: t.TempDir()}
-	args := append([]string{"create", r.name, "--level", level, "--chunk", "64K", "--spare", spare.path}, paths...)
+	args := []string{"create", r.name, "--level", level, "--spare", spare.path}
+	if level == "10" {
+		args = append(args, "--chunk", "64K")
+	}
+	args = append(args, paths...)
 	out := uraid(t, args...)
 	r.dev = strings.TrimSpace(out)
 	require.True(t, strings.HasPrefix(r.dev, "/dev/ublkb"), "create printed %q", out)
