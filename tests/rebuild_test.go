@@ -64,6 +64,14 @@ type rebuildArray struct {
 	mnt  string
 }
 
+// loadDir is a new directory on the mounted array for one load.
+func (r *rebuildArray) loadDir(name string) string {
+	r.t.Helper()
+	d := filepath.Join(r.mnt, name)
+	require.NoError(r.t, os.Mkdir(d, 0o755))
+	return d
+}
+
 func (r *rebuildArray) status() daemon.Status {
 	r.t.Helper()
 	var st daemon.Status
@@ -192,7 +200,7 @@ func rebuildLife(t *testing.T, level string, n int) {
 
 	// 1. Member 0 breaks under fio verify: it is failed, the spare takes slot 0 with no command
 	// and is rebuilt, fio sees nothing.
-	l := startLoad(t, r.mnt, "24M")
+	l := startLoad(t, r.loadDir("load1"), "24M")
 	r.waitFor("fio under way", func(st daemon.Status) bool { return st.Members[0].IO.Writes > 100 })
 	ms[0].breakIt()
 	r.waitFor("the spare takes slot 0", func(st daemon.Status) bool {
@@ -228,7 +236,7 @@ func rebuildLife(t *testing.T, level string, n int) {
 	for p, want := range sums {
 		assert.Equal(t, want, fileSum(t, p), "%s read from the rebuilt member alone", p)
 	}
-	l = startLoad(t, filepath.Join(r.mnt), "16M")
+	l = startLoad(t, r.loadDir("load2"), "16M")
 	l.finish()
 	sh(t, "umount", r.mnt)
 	sh(t, "e2fsck", "-f", "-n", r.dev)
@@ -268,7 +276,7 @@ func rebuildLife(t *testing.T, level string, n int) {
 	// 5. uraid replace under fio verify: the replaced member serves until its copy is whole.
 	sh(t, "mount", r.dev, r.mnt)
 	newDev := newDMMember(t, level+"-new", size)
-	l = startLoad(t, r.mnt, "24M")
+	l = startLoad(t, r.loadDir("load3"), "24M")
 	r.waitFor("fio under way", func(st daemon.Status) bool { return st.Members[1].IO.Writes > 100 })
 	uraid(t, "replace", r.name, blank.path, newDev.path)
 	r.waitFor("the replace done", func(st daemon.Status) bool {
