@@ -156,7 +156,10 @@ func TestE2ERebuild(t *testing.T) {
 }
 
 func rebuildLife(t *testing.T, level string, n int) {
-	const size = 64 << 20
+	size := int64(128 << 20) // room for three loads on the filesystem
+	if n > 2 {
+		size = 96 << 20
+	}
 	var ms []*dmMember
 	var paths []string
 	for i := range n {
@@ -207,6 +210,7 @@ func rebuildLife(t *testing.T, level string, n int) {
 		return st.Members[0].Path == spare.path && len(st.Spares) == 0
 	})
 	l.finish()
+	require.NoError(t, os.RemoveAll(filepath.Join(r.mnt, "load1")))
 	st = r.waitWhole("after the spare's rebuild")
 	assert.Equal(t, spare.path, st.Members[0].Path)
 	assert.Positive(t, st.Members[0].IO.SyncWriteBytes, "the spare was written by the rebuild")
