@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/discard"
 	"uraid/internal/clock"
 	"uraid/mapping"
 	"uraid/ublk"
@@ -388,5 +389,64 @@ func startPaced(t *testing.T, a *Array, start, then func()) {
 		}
 		clk.Advance(time.Second)
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRebuildReadsTheLeastStalledCopy: with a TRIM in flight on one source copy, the rebuild
+// reads from the other; the region under that TRIM waits for it, then is copied too.
+func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	require.NoError(t, err)
+	held := newHeldTrims()
+	issuer := func(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+		if m.Path == paths[0] {
+			return held.issuer(m, dataOff, inflight)
+		}
+		return discard.Blocking(func(off, n int64) error {
+			return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))
+		}, nil), nil
+	}
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: issuer})
+	require.NoError(t, err)
+	defer a.Close()
+	require.NoError(t, a.MarkDirty())
+	h := harness(t, a)
+	size, rs := a.m.Size(), a.regions.m.RegionSize()
+	require.GreaterOrEqual(t, size/rs, int64(4))
+	for off := int64(0); off < size; off += harnessMaxIO {
+		do(t, h, ublk.OpWrite, off, bytes.Repeat([]byte{byte(off >> 18)}, harnessMaxIO))
+	}
+	require.NoError(t, a.FailMember(paths[2]))
+	require.NoError(t, a.RemoveMember(paths[2]))
+	// A TRIM of 64 KiB in the last region: done at once on member 1, held in flight on member 0.
+	last := size - rs
+	do(t, h, ublk.OpDiscard, last+rs/2, make([]byte, 64<<10))
+	held.wait(t, 1)
+
+	fresh := blank(t, "new")
+	_, err = a.AddMember(fresh, false)
+	require.NoError(t, err)
+	waitFor(t, func() bool { return a.SyncStatus().DoneBytes >= last })
+	st := a.Status("", 0)
+	assert.Zero(t, st.Members[0].IO.SyncReadBytes, "the rebuild read from the copy with a TRIM in flight")
+	assert.GreaterOrEqual(t, st.Members[1].IO.SyncReadBytes, uint64(last))
+	assert.Equal(t, SyncRebuild, st.Sync.Action, "the region under the TRIM waits for it")
+	held.hold <- struct{}{}
+	a.WaitSync()
+	st = a.Status("", 0)
+	require.Empty(t, st.Sync.Last.Error)
+	assert.Equal(t, "active", st.Members[2].State)
+	// The new member alone: what was written, and zeros where the TRIM was.
+	require.NoError(t, a.FailMember(paths[0]))
+	require.NoError(t, a.FailMember(paths[1]))
+	for off := int64(0); off < size; off += harnessMaxIO {
+		want := bytes.Repeat([]byte{byte(off >> 18)}, harnessMaxIO)
+		if off <= last+rs/2 && last+rs/2 < off+harnessMaxIO {
+			p := last + rs/2 - off
+			copy(want[p:p+64<<10], make([]byte, 64<<10))
+		}
+		require.Equal(t, want, do(t, h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "at %d", off)
 	}
 }
