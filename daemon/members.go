@@ -70,6 +70,9 @@ func (s *served) ChangeMember(op string, c MemberChange) (string, error) {
 	}
 	var res string
 	var err error
+	// The cap is read when the rebuild starts, within the call: it paces that rebuild only, not
+	// a later spare's.
+	defer a.SetRebuildOptions(raid.SyncOptions{})
 	switch op {
 	case OpFail:
 		if err = a.FailMember(c.Member); err == nil {
