@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -72,7 +74,20 @@ func (c *Client) FailQueue(ctx context.Context) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, nil)
+	return c.doBody(ctx, method, path, nil)
+}
+
+// doBody sends body, JSON-encoded, when not nil.
+func (c *Client) doBody(ctx context.Context, method, path string, in any) ([]byte, error) {
+	var rd io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +109,26 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		var eb errorBody
 		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+			if strings.HasPrefix(eb.Error, "array "+c.name+":") {
+				return nil, errors.New(eb.Error) // it says which array already
+			}
 			return nil, fmt.Errorf("array %s: %s", c.name, eb.Error)
 		}
 		return nil, fmt.Errorf("array %s: daemon answered %s", c.name, resp.Status)
 	}
 	return body, nil
+}
+
+// ChangeMember fails, removes, adds or replaces a member (op is one of OpFail, OpRemove, OpAdd,
+// OpReplace) and returns what became of it; a rebuild it starts runs on in the daemon.
+func (c *Client) ChangeMember(ctx context.Context, op string, ch MemberChange) (string, error) {
+	b, err := c.doBody(ctx, http.MethodPost, "/"+op, ch)
+	if err != nil {
+		return "", err
+	}
+	var res MemberChangeResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return "", fmt.Errorf("array %s: %s: %w", c.name, op, err)
+	}
+	return res.Result, nil
 }

@@ -519,7 +519,9 @@ type request struct {
 }
 
 func newServed(a *raid.Array, dev device, rec *Record, cfg Config) *served {
-	return &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, requests: make(chan request)}
+	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, requests: make(chan request)}
+	a.OnMembershipChange(s.recordMembers)
+	return s
 }
 
 func (s *served) Status() any { return s.status() }

@@ -67,7 +67,8 @@ func Listen(name string) (*Server, error) {
 }
 
 // Serve answers on the socket until Close: GET /status, GET /metrics from reg, POST /stop, POST
-// /handover, and with hooks POST /debug/fail-queue.
+// /handover, POST /fail, /remove, /add and /replace (members.go), and with hooks POST
+// /debug/fail-queue.
 func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -85,6 +86,7 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	}
 	mux.HandleFunc("POST /stop", action(a.Stop))
 	mux.HandleFunc("POST /handover", action(a.Handover))
+	serveMembers(mux, a)
 	if hooks {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}

@@ -59,6 +59,8 @@ type Array struct {
 	membersMu sync.Mutex
 	// onFail, when set, hears of a member that failed (from its own goroutine).
 	onFail func(slot int)
+	// changed hears of membership changes (OnMembershipChange), under membersMu.
+	changed func()
 	// shadows[i] is slot i's replacement during a replace: every write to slot i reaches it too.
 	// shadowMembers mirrors it under membersMu for status; retired holds descriptors let go
 	// of while requests prepared with them may be in flight, closed with the array.

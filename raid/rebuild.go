@@ -143,6 +143,9 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 	if a.slotOf(path) >= 0 && a.writable(a.slotOf(path)) {
 		return "", fmt.Errorf("array %s: %s is a member already", a.Name, path)
 	}
+	if a.spareOrReplacement(path) {
+		return "", fmt.Errorf("array %s: %s is a spare or a replacement of the array already", a.Name, path)
+	}
 	m, err := OpenMember(path)
 	if err != nil {
 		return "", err
@@ -215,6 +218,9 @@ func (a *Array) ReplaceMember(old, new string, force bool) error {
 	if MemberState(a.state[i].Load()) != MemberActive {
 		return fmt.Errorf("array %s: member %s is %v: add the new device instead (uraid add %s %s)", a.Name, old, MemberState(a.state[i].Load()), a.Name, new)
 	}
+	if a.slotOf(new) >= 0 || a.spareOrReplacement(new) {
+		return fmt.Errorf("array %s: %s is in the array already; give a device that is not", a.Name, new)
+	}
 	m, err := OpenMember(new)
 	if err != nil {
 		return err
@@ -233,6 +239,47 @@ func (a *Array) ReplaceMember(old, new string, force bool) error {
 		return err
 	}
 	return nil
+}
+
+// spareOrReplacement reports whether path is one of the spares or a replace's new device.
+func (a *Array) spareOrReplacement(path string) bool {
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
+	for _, m := range append(slices.Clip(a.spares), a.shadowMembers...) {
+		if m != nil && samePath(m.Path, path) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetRebuildOptions paces the rebuilds started from now on (add, replace, a spare taking over).
+func (a *Array) SetRebuildOptions(o SyncOptions) {
+	if a.syncer == nil {
+		return
+	}
+	a.syncer.mu.Lock()
+	a.syncer.rebuildOpts = o
+	a.syncer.mu.Unlock()
+}
+
+// OnMembershipChange sets f to hear, from a goroutine of its own, that the devices the array
+// uses may have changed: a member failed, a spare took over, a replace ended. The daemon keeps
+// its record of the members with it.
+func (a *Array) OnMembershipChange(f func()) {
+	a.membersMu.Lock()
+	a.changed = f
+	a.membersMu.Unlock()
+}
+
+// membershipChanged tells the OnMembershipChange hook.
+func (a *Array) membershipChanged() {
+	a.membersMu.Lock()
+	f := a.changed
+	a.membersMu.Unlock()
+	if f != nil {
+		go f()
+	}
 }
 
 // emptySlot returns a slot with no member in service, -1 when none.
@@ -508,6 +555,9 @@ func (a *Array) finishRebuild(t rebuildTarget) error {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s finished\n", a.Name, t.slot, t.dev.Path)
+	if t.shadow {
+		a.membershipChanged()
+	}
 	return nil
 }
 
@@ -548,6 +598,7 @@ func (a *Array) replacementFailed(i int, sh *Member, err error) {
 	}
 	fmt.Fprintf(os.Stderr, "uraid: array %s: replacement %s of member %d failed: %v; the replace is abandoned\n", a.Name, sh.Path, i, err)
 	go func() {
+		defer a.membershipChanged()
 		a.syncer.cancelRebuildOf(i)
 		a.membersMu.Lock()
 		a.shadowMembers[i] = nil
@@ -603,6 +654,7 @@ func (a *Array) swapShadow(i int) error {
 
 // activateSpare starts a rebuild onto a hot spare when member i failed.
 func (a *Array) activateSpare(i int) {
+	defer a.membershipChanged() // the failed member leaves the record, a spare may enter it
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
 	if a.writable(i) || a.closing.Load() {

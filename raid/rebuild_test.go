@@ -2,12 +2,16 @@ package raid
 
 import (
 	"bytes"
+	"crypto/rand"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"uraid/internal/clock"
 	"uraid/mapping"
@@ -226,4 +230,163 @@ func TestRebuildResumes(t *testing.T) {
 	assert.Less(t, second, uint64(8*rs), "the resumed rebuild does not start over")
 	require.NoError(t, m.a.FailMember(m.paths[0]))
 	m.readAll(want)
+}
+
+// rebuildCases are the redundant layouts, with odd member counts where the layout allows them:
+// the rebuild takes its sources from the mapping, so each must come out right.
+var rebuildCases = []arrayCase{
+	{mapping.RAID1, mapping.NoLayout, 3, 0},
+	{mapping.RAID10, mapping.Near2, 3, 16 << 10},
+	{mapping.RAID10, mapping.Near2, 5, 16 << 10},
+	{mapping.RAID10, mapping.Near2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Far2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Far2, 3, 16 << 10},
+	{mapping.RAID10, mapping.Offset2, 4, 64 << 10},
+	{mapping.RAID10, mapping.Offset2, 3, 16 << 10},
+}
+
+// TestRebuildEveryLayout rebuilds each member of each redundant layout in turn onto a blank file
+// and checks, byte for byte on the new file, that every extent the mapping puts on that member
+// holds what was written there; then the array reads back whole.
+func TestRebuildEveryLayout(t *testing.T) {
+	for _, c := range rebuildCases {
+		t.Run(c.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			for i := range c.n {
+				paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
+			}
+			ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Layout: c.layout, Chunk: c.chunk, Size: 8 * mib, Members: paths})
+			if err != nil {
+				t.Skipf("layout refused: %v", err)
+			}
+			a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8})
+			require.NoError(t, err)
+			defer a.Close()
+			require.NoError(t, a.MarkDirty())
+			h := harness(t, a)
+			size := a.m.Size()
+			want := make([]byte, size)
+			_, _ = rand.Read(want)
+			for off := int64(0); off < size; off += harnessMaxIO {
+				do(t, h, ublk.OpWrite, off, want[off:off+harnessMaxIO])
+			}
+			for slot := range c.n {
+				require.NoError(t, a.FailMember(paths[slot]))
+				require.NoError(t, a.RemoveMember(paths[slot]))
+				fresh := filepath.Join(t.TempDir(), "new")
+				sparseFile(t, filepath.Dir(fresh), filepath.Base(fresh), 8*mib+int64(a.sb.DataOffset))
+				_, err := a.AddMember(fresh, false)
+				require.NoError(t, err)
+				a.WaitSync()
+				st := a.Status("", 0)
+				require.Empty(t, st.Sync.Last.Error)
+				require.Equal(t, "active", st.Members[slot].State)
+				paths[slot] = fresh
+
+				f, err := os.Open(fresh)
+				require.NoError(t, err)
+				pieces, err := a.m.Read(0, size, nil)
+				require.NoError(t, err)
+				checked := int64(0)
+				for _, p := range pieces {
+					for _, e := range p.Copies[:p.N] {
+						if e.Member != slot {
+							continue
+						}
+						got := make([]byte, e.Length)
+						_, err := f.ReadAt(got, a.dataOff[slot]+e.Offset)
+						require.NoError(t, err)
+						require.True(t, bytes.Equal(want[p.Logical:p.Logical+p.Length], got),
+							"slot %d: logical [%d, +%d) at member offset %d is not what was written", slot, p.Logical, p.Length, e.Offset)
+						checked += e.Length
+					}
+				}
+				f.Close()
+				require.Positive(t, checked, "slot %d holds data", slot)
+			}
+			for off := int64(0); off < size; off += harnessMaxIO {
+				require.Equal(t, want[off:off+harnessMaxIO], do(t, h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "at %d", off)
+			}
+		})
+	}
+}
+
+// unreadable makes member slot's descriptor write-only, as a disk whose reads fail: pread on it
+// fails (EBADF) while writes still land.
+func unreadable(t *testing.T, a *Array, slot int) {
+	t.Helper()
+	w, err := os.OpenFile(a.members[slot].Path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer w.Close()
+	require.NoError(t, unix.Dup3(int(w.Fd()), int(a.members[slot].File.Fd()), unix.O_CLOEXEC))
+}
+
+// TestRebuildSourceReadError: a source copy whose read fails is failed and another copy read
+// instead; with no copy left the rebuild fails, says why, and its member is not put in service.
+func TestRebuildSourceReadError(t *testing.T) {
+	t.Run("another copy", func(t *testing.T) {
+		dir := t.TempDir()
+		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
+		ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+		require.NoError(t, err)
+		a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8})
+		require.NoError(t, err)
+		defer a.Close()
+		require.NoError(t, a.MarkDirty())
+		h := harness(t, a)
+		want := bytes.Repeat([]byte{0x5a}, harnessMaxIO)
+		for off := int64(0); off < a.m.Size(); off += harnessMaxIO {
+			do(t, h, ublk.OpWrite, off, want)
+		}
+		require.NoError(t, a.FailMember(paths[2]))
+		require.NoError(t, a.RemoveMember(paths[2]))
+		fresh := blank(t, "new")
+		startPaced(t, a, func() { _, err = a.AddMember(fresh, false); require.NoError(t, err) }, func() { unreadable(t, a, 0) })
+		st := a.Status("", 0)
+		require.Empty(t, st.Sync.Last.Error)
+		assert.Equal(t, "active", st.Members[2].State)
+		assert.Equal(t, "active", st.Members[1].State)
+		assert.Equal(t, "failed", st.Members[0].State, "the unreadable source was read, and failed")
+		require.NoError(t, a.FailMember(paths[1]))
+		for off := int64(0); off < a.m.Size(); off += harnessMaxIO {
+			require.Equal(t, want, do(t, h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "at %d: read from the rebuilt member alone", off)
+		}
+	})
+	t.Run("none left", func(t *testing.T) {
+		m := newMirrorWith(t, 0)
+		m.fill(1, 2, 3)
+		require.NoError(t, m.a.FailMember(m.paths[1]))
+		require.NoError(t, m.a.RemoveMember(m.paths[1]))
+		startPaced(t, m.a, func() { _, err := m.a.AddMember(blank(t, "new"), false); require.NoError(t, err) }, func() { unreadable(t, m.a, 0) })
+		st := m.a.Status("", 0)
+		require.NotNil(t, st.Sync.Last)
+		assert.Equal(t, SyncRebuild, st.Sync.Last.Action)
+		assert.NotEmpty(t, st.Sync.Last.Error, "a rebuild with no copy to read from is not done")
+		assert.NotEqual(t, "active", st.Members[1].State, "an incomplete rebuild is not put in service")
+	})
+}
+
+// startPaced runs start (which starts a rebuild) with the rebuild paced to a region a second on a
+// manual clock, runs then once the first region is copied, and lets the rebuild run to its end.
+func startPaced(t *testing.T, a *Array, start, then func()) {
+	t.Helper()
+	rs := a.regions.m.RegionSize()
+	clk := clock.NewManual(time.Unix(0, 0))
+	a.syncer.clock = clk
+	a.SetRebuildOptions(SyncOptions{MaxRate: rs})
+	start()
+	clk.WaitFor(1) // the first region done, the rebuild waits for the clock
+	then()
+	done := make(chan struct{})
+	go func() { a.WaitSync(); close(done) }()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		clk.Advance(time.Second)
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -105,10 +105,10 @@ type syncer struct {
 	g     *regions
 	clock clock.Clock
 
-	// rebuildOpts paces rebuilds (set by the daemon from its options).
+	mu sync.Mutex // guards cur, last, wait, rebuildOpts and the current job's regions list
+	// rebuildOpts paces rebuilds (Array.SetRebuildOptions).
 	rebuildOpts SyncOptions
 
-	mu   sync.Mutex // guards cur, last, wait and the current job's regions list
 	cur  *syncJob
 	last *SyncResult
 	wait string
@@ -257,7 +257,10 @@ func (s *syncer) start(action string, opts SyncOptions, from int) error {
 
 // startRebuild starts the rebuild of t from region from.
 func (s *syncer) startRebuild(t rebuildTarget, from int) error {
-	return s.startJob(SyncRebuild, s.rebuildOpts, from, t)
+	s.mu.Lock()
+	o := s.rebuildOpts
+	s.mu.Unlock()
+	return s.startJob(SyncRebuild, o, from, t)
 }
 
 // busyWith names the running job, "" when none.

@@ -13,6 +13,7 @@ import (
 type assembleOptions struct {
 	degraded bool
 	recover  bool
+	spares   []string
 	serve    serveFlags
 }
 
@@ -33,7 +34,8 @@ with the options the array ran with. That is what a supervisor restarting a fail
   uraid assemble data --foreground --recover /dev/disk/by-id/nvme-a /dev/disk/by-id/nvme-b`,
 		Args: usageArgs(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, members := args[0], args[1:]
+			// Spares are told apart by their superblocks: they are assembled with the members.
+			name, members := args[0], append(args[1:], o.spares...)
 			if err := o.serve.check(); err != nil {
 				return err
 			}
@@ -64,6 +66,7 @@ with the options the array ran with. That is what a supervisor restarting a fail
 	}
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "run without missing or stale members if every byte still has a copy")
 	cmd.Flags().BoolVar(&o.recover, "recover", false, "take over the device a dead daemon of the array left, if there is one")
+	cmd.Flags().StringArrayVar(&o.spares, "spare", nil, "a spare of the array (written by create --spare or uraid add), kept as a hot spare; repeatable")
 	o.serve.register(cmd)
 	return cmd
 }

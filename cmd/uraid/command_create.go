@@ -17,6 +17,7 @@ type createOptions struct {
 	chunk  sizeFlag
 	size   sizeFlag
 	force  bool
+	spares []string
 	serve  serveFlags
 }
 
@@ -43,6 +44,7 @@ too small are refused.`,
 	fl.Var(&o.chunk, "chunk", "stripe unit of levels 0 and 10, a power of two from 4K (default 512K)")
 	fl.Var(&o.size, "size", "bytes of each member to use; members that do not exist are created this size")
 	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or a filesystem")
+	fl.StringArrayVar(&o.spares, "spare", nil, "a hot spare (raid1, raid10), which takes a failed member's place by itself; repeatable")
 	o.serve.register(cmd)
 	return cmd
 }
@@ -54,6 +56,9 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	level, err := mapping.ParseLevel(o.level)
 	if err != nil {
 		return usageError{err}
+	}
+	if len(o.spares) > 0 && !level.Redundant() {
+		return usageError{fmt.Errorf("--spare: level %s keeps one copy of each byte, so no spare can rebuild a member; use level 1 or 10, or drop --spare", level.ShortName())}
 	}
 	layout := mapping.NoLayout // raid.Create picks n2 for raid10
 	if o.layout != "" {
@@ -75,7 +80,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	}
 	ms, sbs, err := raid.Create(raid.CreateOptions{
 		Name: name, Level: level, Layout: layout, Chunk: int64(o.chunk), Size: int64(o.size),
-		Members: members, Force: o.force,
+		Members: members, Spares: o.spares, Force: o.force,
 	})
 	if err != nil {
 		return err
@@ -88,11 +93,11 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 			}
 			return err
 		}
-		return serveHere(cmd, a, members, &o.serve, nil, false)
+		return serveHere(cmd, a, append(members, o.spares...), &o.serve, nil, false)
 	}
 	// The daemon assembles the members itself; ours must let go of them first.
 	for _, m := range ms {
 		m.Close()
 	}
-	return serveDetached(cmd, name, members, &o.serve, false)
+	return serveDetached(cmd, name, append(members, o.spares...), &o.serve, false)
 }

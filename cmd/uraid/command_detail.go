@@ -71,6 +71,9 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	row("Array Size", fmt.Sprintf("%s (%d bytes)", formatSize(st.SizeBytes), st.SizeBytes))
 	row("Raid Devices", fmt.Sprint(len(st.Members)))
 	row("Active Devices", fmt.Sprint(active(st)))
+	if len(st.Spares) > 0 {
+		row("Spare Devices", fmt.Sprint(len(st.Spares)))
+	}
 	row("State", stateText(st))
 	recovery := "off: a daemon that dies takes the device with it"
 	if st.Recovery.Enabled {
@@ -106,6 +109,12 @@ func writeDetail(out io.Writer, st daemon.Status) {
 			m.TrimInFlight, exclusive, m.IO.Reads, m.IO.Writes,
 			m.IO.Errors+d.Errors, d.Issued, formatSize(d.IssuedBytes), d.Merged, d.Queued, d.InFlight,
 			d.Latency.P50, d.Latency.P99, d.Latency.Max, m.Path)
+		if m.Replacement != "" {
+			fmt.Fprintf(t, "%d\treplacement\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%s\n", m.Index, m.Replacement)
+		}
+	}
+	for _, sp := range st.Spares {
+		fmt.Fprintf(t, "-\tspare\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%s\n", sp)
 	}
 	t.Flush()
 }

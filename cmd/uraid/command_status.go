@@ -115,7 +115,9 @@ func newStatusCommand() *cobra.Command {
 }
 
 // writeStatusLine is the mdstat-like view: the array, then one flag per member (U up, F failed,
-// _ missing), then what the discards did, then how each member is trimmed.
+// _ missing or being rebuilt), then what the discards did, then how each member is trimmed. As
+// in mdstat, a failed member's path says (F), a spare's (S) and one being rebuilt (R); a member
+// being replaced is followed by its replacement (R).
 func writeStatusLine(w io.Writer, st daemon.Status) {
 	var flags strings.Builder
 	var paths []string
@@ -132,7 +134,13 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 		if p == "" {
 			p = "(missing)"
 		}
-		paths = append(paths, fmt.Sprintf("%s[%d]", p, m.Index))
+		paths = append(paths, fmt.Sprintf("%s[%d]%s", p, m.Index, stateMark(m.State)))
+		if m.Replacement != "" {
+			paths = append(paths, fmt.Sprintf("%s[%d](R)", m.Replacement, m.Index))
+		}
+	}
+	for _, sp := range st.Spares {
+		paths = append(paths, sp+"(S)")
 	}
 	level := levelName(st.Level)
 	if st.Layout != "" {
@@ -152,6 +160,17 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 		formatSize(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
 		st.Discard.Requests, formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
 	fmt.Fprintf(w, "      TRIMs at once [%s], exclusive: %s\n", strings.Join(trimDepths(st), " "), exclusiveMembers(st))
+}
+
+// stateMark is mdstat's mark after a member's path: (F) failed, (R) being rebuilt.
+func stateMark(state string) string {
+	switch state {
+	case raid.MemberFailed.String():
+		return "(F)"
+	case raid.MemberRebuilding.String():
+		return "(R)"
+	}
+	return ""
 }
 
 // trimDepths is each member's TRIM limit in member order; "-" for a missing member.

@@ -49,6 +49,7 @@ range per member and sent to the members concurrently.`,
 	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
 		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
 		newDetailCommand(), newExamineCommand())
+	root.AddCommand(newFailCommand(), newRemoveCommand(), newAddCommand(), newReplaceCommand())
 	return root
 }
 

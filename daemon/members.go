@@ -1,0 +1,133 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+
+	"uraid/raid"
+)
+
+// MemberChange is the body of POST /fail, /remove, /add and /replace: the member (for replace,
+// the one replaced), the new device of a replace, and for add and replace whether to overwrite
+// what the new device holds and the rebuild's rate cap.
+type MemberChange struct {
+	Member         string `json:"member"`
+	New            string `json:"new,omitempty"`
+	Force          bool   `json:"force,omitempty"`
+	MaxRateBytesPS int64  `json:"max_rate_bytes_per_s,omitempty"`
+}
+
+// MemberChangeResult says what became of the change.
+type MemberChangeResult struct {
+	Result string `json:"result"`
+}
+
+// Members is what a daemon whose array can change members serves on POST /fail, /remove, /add
+// and /replace.
+type Members interface {
+	ChangeMember(op string, c MemberChange) (string, error)
+}
+
+// Membership operations.
+const (
+	OpFail    = "fail"
+	OpRemove  = "remove"
+	OpAdd     = "add"
+	OpReplace = "replace"
+)
+
+func serveMembers(mux *http.ServeMux, a Array) {
+	m, ok := a.(Members)
+	if !ok {
+		return
+	}
+	for _, op := range []string{OpFail, OpRemove, OpAdd, OpReplace} {
+		mux.HandleFunc("POST /"+op, func(w http.ResponseWriter, r *http.Request) {
+			var c MemberChange
+			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&c); err != nil {
+				writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%s: bad request: %v", op, err)})
+				return
+			}
+			res, err := m.ChangeMember(op, c)
+			if err != nil {
+				writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+				return
+			}
+			writeJSON(w, http.StatusOK, MemberChangeResult{Result: res})
+		})
+	}
+}
+
+// ChangeMember fails, removes, adds or replaces a member of the served array, then records the
+// devices the array now uses, so that a successor assembles from them.
+func (s *served) ChangeMember(op string, c MemberChange) (string, error) {
+	a := s.a
+	if c.Member == "" || (op == OpReplace) != (c.New != "") {
+		return "", fmt.Errorf("array %s: %s: name the member (and for replace the new device)", a.Name, op)
+	}
+	var res string
+	var err error
+	switch op {
+	case OpFail:
+		if err = a.FailMember(c.Member); err == nil {
+			res = "failed " + c.Member
+		}
+	case OpRemove:
+		if err = a.RemoveMember(c.Member); err == nil {
+			res = "removed " + c.Member
+		}
+	case OpAdd:
+		a.SetRebuildOptions(raid.SyncOptions{MaxRate: c.MaxRateBytesPS})
+		res, err = a.AddMember(c.Member, c.Force)
+	case OpReplace:
+		a.SetRebuildOptions(raid.SyncOptions{MaxRate: c.MaxRateBytesPS})
+		if err = a.ReplaceMember(c.Member, c.New, c.Force); err == nil {
+			res = fmt.Sprintf("rebuilding %s onto %s; it takes %s's place when done", c.Member, c.New, c.Member)
+		}
+	default:
+		return "", fmt.Errorf("array %s: unknown member operation %q", a.Name, op)
+	}
+	if err != nil {
+		return "", err
+	}
+	s.recordMembers()
+	return res, nil
+}
+
+// inService are the devices a successor must assemble from: the slots' members that take
+// writes, a replace's new device, and the spares. A failed member is left out: it may no longer
+// be readable, and assembling it could bring back data it missed.
+func inService(st raid.Status) []string {
+	var ps []string
+	for _, m := range st.Members {
+		if m.Path != "" && (m.State == raid.MemberActive.String() || m.State == raid.MemberRebuilding.String()) {
+			ps = append(ps, m.Path)
+		}
+		if m.Replacement != "" {
+			ps = append(ps, m.Replacement)
+		}
+	}
+	return append(ps, st.Spares...)
+}
+
+// recordMembers writes the devices the array uses into its record, when they changed, while
+// this daemon still owns the record: not once it stopped (the record is gone), handed over or
+// failed (the record is its successor's).
+func (s *served) recordMembers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := inService(s.a.Status("", 0))
+	if slices.Equal(ps, s.rec.Members) {
+		return
+	}
+	if r, err := ReadRecord(s.rec.Name); err != nil || r.PID != os.Getpid() || r.Handover || r.Failure != "" {
+		return
+	}
+	s.rec.Members = ps
+	if err := writeRecord(s.rec); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %v\n", s.a.Name, err)
+	}
+}
