@@ -29,10 +29,8 @@ import (
 // and uraid.
 var rebuildDisks = []string{"/dev/ram0", "/dev/ram1", "/dev/ram2", "/dev/ram3", "/dev/ram4"}
 
-// Scenario (g)'s filesystem: written to twice the live share in files of
-// rebuildFile bytes, then every other file deleted and the freed space
-// trimmed, so that rebuildLive of it holds files when the member is
-// replaced.
+// Scenario (g)'s filesystem: rebuildLive of it written in files of
+// rebuildFile bytes, and the rest trimmed, when the member is replaced.
 const (
 	rebuildFile = 1 << 20
 	rebuildLive = 0.20
@@ -63,9 +61,9 @@ func rebuildMemberMiB(quick bool) int64 {
 // RebuildSetting describes scenario (g)'s setup for a run's settings.
 func RebuildSetting(quick bool) string {
 	return fmt.Sprintf("RAID10 over 4 dm-linear devices of %d MiB on brd RAM disks, a fifth blank one replaces member 0 "+
-		"(mdadm --replace, uraid replace); ext4 written to %.0f%% in files of %d MiB, every other deleted, fstrim; "+
+		"(mdadm --replace, uraid replace); ext4 written to %.0f%% in files of %d MiB, then fstrim; "+
 		"md's sync_speed_min and sync_speed_max both %d KiB/s, uraid's rebuild uncapped (its default); "+
-		"md and uraid in turn in every repetition, order rotating", rebuildMemberMiB(quick), 200*rebuildLive, rebuildFile>>20, mdSyncSpeed)
+		"md and uraid in turn in every repetition, order rotating", rebuildMemberMiB(quick), 100*rebuildLive, rebuildFile>>20, mdSyncSpeed)
 }
 
 // rig is scenario (g)'s dm-linear devices: the array's four members, then
@@ -155,8 +153,7 @@ func (s blockStat) sub(t blockStat) blockStat {
 }
 
 // (g) Replacing a member of a RAID10 that carries a filesystem: ext4
-// written to 40%, every other file deleted and fstrim run, so that 20%
-// holds files; then member 0 replaced by a blank device while the old one
+// written to 20% in files and fstrim run; then member 0 replaced by a blank device while the old one
 // still serves (mdadm --replace, uraid replace), and timed until the new
 // device is in service. What the new device was written, by the kernel's
 // count, says how much each copied: md copies the whole member, uraid only
@@ -193,14 +190,15 @@ func (r *Runner) rebuild() error {
 // rebuildOnce builds sys over the rig's members, fills its filesystem,
 // replaces member 0, checks the result and records the figures of rep.
 func (r *Runner) rebuildOnce(sys System, rep int, g *rig) (err error) {
-	// Every page of every RAM disk allocated, so that no array's writes
-	// pay brd's first-write allocation and another's not (uraid's rebuild
-	// trims the free regions of the new device, which frees its pages),
-	// and no superblock left for the next array to find.
+	// Every page of the new device allocated, so that neither array's
+	// rebuild pays brd's first-write allocation (uraid's trims the free
+	// regions of the new device, which frees their pages; the members'
+	// free space is freed alike by each run's fstrim), and no superblock
+	// left on any device for the next array to find.
+	if err := fill(g.spare()); err != nil {
+		return err
+	}
 	for _, p := range g.paths {
-		if err := fill(p); err != nil {
-			return err
-		}
 		if err := zeroHead(p, 4<<20); err != nil {
 			return err
 		}
@@ -223,6 +221,7 @@ func (r *Runner) rebuildOnce(sys System, rep int, g *rig) (err error) {
 	if err != nil {
 		return err
 	}
+	r.logf("g %s rep %d: %d files of %d MiB written, free space trimmed; replacing member 0", sys.Name, rep, len(live), rebuildFile>>20)
 
 	before, err := statOf(g.spare())
 	if err != nil {
@@ -357,9 +356,9 @@ func (r *Runner) uraidReplace(a *array, old, spare string) error {
 	return nil
 }
 
-// fillAndTrim makes ext4 on a, writes files of rebuildFile bytes over twice
-// rebuildLive of it, deletes every other one and trims the freed space,
-// then unmounts it. It returns the files left.
+// fillAndTrim makes ext4 on a, writes files of rebuildFile bytes over
+// rebuildLive of it, trims its free space and unmounts it. It returns the
+// files written.
 func (r *Runner) fillAndTrim(a *array) ([]int, error) {
 	if err := mkfs(a.dev); err != nil {
 		return nil, err
@@ -372,21 +371,14 @@ func (r *Runner) fillAndTrim(a *array) ([]int, error) {
 		umount()
 		return nil, os.NewSyscallError("statfs", err)
 	}
-	n := int(2 * rebuildLive * float64(sfs.Blocks) * float64(sfs.Bsize) / rebuildFile)
+	n := int(rebuildLive * float64(sfs.Blocks) * float64(sfs.Bsize) / rebuildFile)
 	dir := filepath.Join(mountPoint, "g")
 	err := os.MkdirAll(dir, 0o755)
 	buf := make([]byte, rebuildFile)
+	var files []int
 	for i := 0; i < n && err == nil; i++ {
 		err = os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), fileData(buf, i), 0o644)
-	}
-	unix.Sync()
-	var live []int
-	for i := 0; i < n && err == nil; i++ {
-		if i%2 == 1 {
-			err = os.Remove(filepath.Join(dir, strconv.Itoa(i)))
-		} else {
-			live = append(live, i)
-		}
+		files = append(files, i)
 	}
 	unix.Sync()
 	if err == nil {
@@ -398,7 +390,7 @@ func (r *Runner) fillAndTrim(a *array) ([]int, error) {
 	if err == nil {
 		err = r.drain(a)
 	}
-	return live, err
+	return files, err
 }
 
 // fileData fills buf with file i's contents: every 4 KiB block starts with
