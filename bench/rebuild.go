@@ -139,13 +139,30 @@ func statOf(dev string) (blockStat, error) {
 	if err != nil {
 		return blockStat{}, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 14 {
-		return blockStat{}, fmt.Errorf("%s stat: %d fields, want at least 14 (discard counters since Linux 4.18)", dev, len(f))
+	s, err := parseStat(string(b))
+	if err != nil {
+		return blockStat{}, fmt.Errorf("%s: %w", dev, err)
 	}
-	num := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v << 9 }
-	// Fields 3, 7 and 14 (from 1) are sectors read, written and discarded.
-	return blockStat{read: num(2), written: num(6), discarded: num(13)}, nil
+	return s, nil
+}
+
+// parseStat reads the counters of a block device's stat file
+// (Documentation/block/stat.rst): fields 3, 7 and 14, counted from 1, are
+// the sectors read, written and discarded.
+func parseStat(text string) (blockStat, error) {
+	f := strings.Fields(text)
+	if len(f) < 14 {
+		return blockStat{}, fmt.Errorf("stat: %d fields, want at least 14 (discard counters came in Linux 4.18)", len(f))
+	}
+	var v [3]int64
+	for k, i := range []int{2, 6, 13} {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return blockStat{}, fmt.Errorf("stat field %d: %w", i+1, err)
+		}
+		v[k] = n << 9
+	}
+	return blockStat{read: v[0], written: v[1], discarded: v[2]}, nil
 }
 
 func (s blockStat) sub(t blockStat) blockStat {
@@ -234,6 +251,10 @@ func (r *Runner) rebuildOnce(sys System, rep int, g *rig) (err error) {
 			return err
 		}
 		ownBefore = st.Members[0].IO.SyncWriteBytes
+		if c := st.Regions; c != nil {
+			r.logf("g %s rep %d: region map: %d regions of %d KiB, %d trimmed, %d in sync, %d dirty", sys.Name, rep,
+				c.Regions, c.RegionBytes>>10, c.Trimmed, c.InSync, c.Dirty)
+		}
 	}
 	start := time.Now()
 	if sys.MD {
