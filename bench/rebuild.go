@@ -61,7 +61,7 @@ func rebuildMemberMiB(quick bool) int64 {
 // RebuildSetting describes scenario (g)'s setup for a run's settings.
 func RebuildSetting(quick bool) string {
 	return fmt.Sprintf("RAID10 over 4 dm-linear devices of %d MiB on brd RAM disks, a fifth blank one replaces member 0 "+
-		"(mdadm --replace, uraid replace); ext4 written to %.0f%% in files of %d MiB, then fstrim; "+
+		"(mdadm --replace, uraid replace); ext4 (mkfs -T default: 4 KiB blocks) written to %.0f%% in files of %d MiB, then fstrim; "+
 		"md's sync_speed_min and sync_speed_max both %d KiB/s, uraid's rebuild uncapped (its default); "+
 		"md and uraid in turn in every repetition, order rotating", rebuildMemberMiB(quick), 100*rebuildLive, rebuildFile>>20, mdSyncSpeed)
 }
@@ -381,7 +381,14 @@ func (r *Runner) uraidReplace(a *array, old, spare string) error {
 // rebuildLive of it, trims its free space and unmounts it. It returns the
 // files written.
 func (r *Runner) fillAndTrim(a *array) ([]int, error) {
-	if err := mkfs(a.dev); err != nil {
+	// -T default: the layout mkfs gives a disk of any real size (4 KiB
+	// blocks, 128 MiB block groups). Left to itself it takes these arrays
+	// for small ones and makes 1 KiB blocks and 8 MiB groups, whose
+	// boundaries lie 1 KiB off every MiB: fstrim trims group by group, and
+	// uraid's region map (1 MiB regions here) counts a region trimmed only
+	// when one discard covers it whole, so one region per group stays live
+	// (64 MiB of 512).
+	if err := mkfs(a.dev, "-T", "default"); err != nil {
 		return nil, err
 	}
 	if err := mount(a.dev, false); err != nil {
