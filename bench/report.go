@@ -44,8 +44,17 @@ func Extract(log []byte, begin, end string) (*Suite, error) {
 
 // Merge replaces the results of every scenario that later measured with
 // later's, keeping the rest: a scenario run again on its own updates a
-// whole suite.
+// whole suite. Settings the suite lacks (a scenario new since it ran) come
+// from later; those it has are kept.
 func (s *Suite) Merge(later *Suite) {
+	for k, v := range later.Settings {
+		if _, ok := s.Settings[k]; !ok {
+			if s.Settings == nil {
+				s.Settings = map[string]string{}
+			}
+			s.Settings[k] = v
+		}
+	}
 	redone := map[string]bool{}
 	for _, r := range later.Results {
 		redone[r.Scenario] = true
