@@ -54,10 +54,10 @@ vm-setup:
 test: test-unit test-vm
 
 # The suite against md (bench/, docs/benchmarks.md): four simulated SSDs served by simssd, md and
-# uraid built over them in turn, in the guest. bench takes about 25 minutes under TCG and rewrites
-# docs/bench/results.json and docs/img/; bench-quick (RAID10 only, smaller, one repetition, about
-# 3.5 minutes on a quiet host) prints its ratios beside the committed ones and fails only if a
-# scenario cannot run.
+# uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench takes
+# about 30 minutes under TCG and rewrites docs/bench/results.json and docs/img/; bench-quick (RAID10
+# only, smaller, one repetition, about 3.5 minutes on a quiet host before (g) joined it) prints its
+# ratios beside the committed ones and fails only if a scenario cannot run.
 BENCH_OUT := $(BUILD)/bench
 
 bench-build:

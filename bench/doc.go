@@ -1,8 +1,9 @@
 // Package bench measures uraid against the kernel's md over the same
 // simulated SSDs (cmd/simssd), scenario by scenario: full-device discard,
 // small-file churn on ext4 -o discard, fstrim of a fragmented filesystem,
-// read latency under a discard stream, raw IOPS and throughput, and a
-// RAID10 with one slow SATA-like member.
+// read latency under a discard stream, raw IOPS and throughput, a RAID10
+// with one slow SATA-like member, and replacing a member of a RAID10 that
+// carries a filesystem (scenario (g), over brd RAM disks).
 //
 // Every scenario starts fresh members for every array it measures, so md
 // and uraid see identical drives, and repeats each measurement; Results

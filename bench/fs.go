@@ -20,11 +20,13 @@ const mountPoint = "/tmp/bench-mnt"
 const fitrimIoctl = 0xc0185879
 
 // mkfs makes an ext4 without discarding at mkfs time: the members start
-// empty, and the mkfs discard is not what is measured.
-func mkfs(dev string) error {
+// empty, and the mkfs discard is not what is measured. extra are further
+// mkfs.ext4 options.
+func mkfs(dev string, extra ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	_, err := run(ctx, "mkfs.ext4", "-q", "-F", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1", dev)
+	args := append([]string{"-q", "-F", "-E", "nodiscard,lazy_itable_init=1,lazy_journal_init=1"}, extra...)
+	_, err := run(ctx, "mkfs.ext4", append(args, dev)...)
 	return err
 }
 

@@ -4,7 +4,9 @@
 set -e
 tests/vm/vm modprobe raid0
 tests/vm/vm modprobe raid10
-# Scenario (e)'s kernel-native members: four RAM disks of 256 MiB.
-tests/vm/vm modprobe brd rd_nr=4 rd_size=262144
+# The kernel-native members of scenarios (e) and (g): RAM disks of 256 MiB, four for (e), five
+# for (g) (the fifth replaces a member), which serves them through dm-linear.
+tests/vm/vm modprobe brd rd_nr=5 rd_size=262144
+tests/vm/vm modprobe dm_mod
 export URAID_RUN_DIR=/run/uraid
 exec build/benchrun "$@"

@@ -44,8 +44,17 @@ func Extract(log []byte, begin, end string) (*Suite, error) {
 
 // Merge replaces the results of every scenario that later measured with
 // later's, keeping the rest: a scenario run again on its own updates a
-// whole suite.
+// whole suite. Settings the suite lacks (a scenario new since it ran) come
+// from later; those it has are kept.
 func (s *Suite) Merge(later *Suite) {
+	for k, v := range later.Settings {
+		if _, ok := s.Settings[k]; !ok {
+			if s.Settings == nil {
+				s.Settings = map[string]string{}
+			}
+			s.Settings[k] = v
+		}
+	}
 	redone := map[string]bool{}
 	for _, r := range later.Results {
 		redone[r.Scenario] = true
@@ -121,6 +130,9 @@ func (s *Suite) Targets() []Target {
 	ratio("f", "fstrim wall <= 0.25x md", "uraid-raid10-async", "f-slow-member/fstrim/wall", "md-raid10", "f-slow-member/fstrim/wall", 0.25, true)
 	ratio("f", "read p99 during fstrim <= 0.5x md", "uraid-raid10-async", "f-slow-member/during-fstrim/read_p99",
 		"md-raid10", "f-slow-member/during-fstrim/read_p99", 0.5, true)
+	ratio("g", "member replace wall <= 0.3x md", "uraid-raid10-sync", "g-rebuild/replace/wall", "md-raid10", "g-rebuild/replace/wall", 0.3, true)
+	ratio("g", "bytes written to the new member <= 0.3x md's (a whole member)", "uraid-raid10-sync", "g-rebuild/replace/written",
+		"md-raid10", "g-rebuild/replace/written", 0.3, true)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Scenario < out[j].Scenario })
 	return out
 }

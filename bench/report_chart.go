@@ -130,6 +130,8 @@ var chartWords = map[string]struct{ title, quantity string }{
 	"f-slow-member/write_p99":       {"(f) 4 KiB write p99, RAID10 with one slow SATA-like member", "write p99"},
 	"f-slow-member/read_iops":       {"(f) 4 KiB reads, RAID10 with one slow SATA-like member", "read IOPS"},
 	"f-slow-member/write_iops":      {"(f) 4 KiB writes, RAID10 with one slow SATA-like member", "write IOPS"},
+	"g-rebuild/wall":                {"(g) Replacing a RAID10 member under a 20%-full ext4 (brd)", "time to the end of the rebuild"},
+	"g-rebuild/written":             {"(g) Replacing a RAID10 member: written to the new member", "written"},
 }
 
 // caseWords names a scenario's cases on the chart's axis.
@@ -148,6 +150,7 @@ var caseWords = map[string]string{
 	"f-slow-member/idle":                 "fio alone",
 	"f-slow-member/during-fstrim":        "fio during fstrim",
 	"f-slow-member/fstrim":               "fstrim beside fio",
+	"g-rebuild/replace":                  "replace member 0",
 }
 
 // SystemLabel names an array for a legend: "uraid RAID10 async" for

@@ -139,7 +139,11 @@ func TestMerge(t *testing.T) {
 		Result{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{2}},
 		Result{Scenario: "d-read-under-discard", Case: "old-case", System: "md-raid0", Values: []float64{3}},
 	)
-	s.Merge(suite(Result{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}}))
+	s.Settings = map[string]string{"chunk": "512 KiB"}
+	later := suite(Result{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}})
+	later.Settings = map[string]string{"chunk": "64 KiB", "rebuild (g)": "new"}
+	s.Merge(later)
+	assert.Equal(t, map[string]string{"chunk": "512 KiB", "rebuild (g)": "new"}, s.Settings)
 	assert.Equal(t, []Result{
 		{Scenario: "c-fstrim", System: "md-raid0", Values: []float64{1}, Median: 1},
 		{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}, Median: 4},

@@ -26,6 +26,7 @@ func Scenarios() []Scenario {
 		{"d-read-under-discard", "4 KiB random-read p99 with and without a discard stream", (*Runner).readUnderDiscard},
 		{"e-io", "random IOPS at QD32, 1 MiB sequential throughput and QD1 read latency on kernel-native members (brd)", (*Runner).rawIO},
 		{"f-slow-member", "RAID10 with one SATA-like member: fstrim and I/O latency while it runs", (*Runner).slowMember},
+		{"g-rebuild", "replacing a RAID10 member under a 20%-full ext4 on kernel-native members (brd): time and bytes written to the new one", (*Runner).rebuild},
 	}
 }
 

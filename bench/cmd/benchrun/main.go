@@ -61,6 +61,7 @@ func run() error {
 			"native (e)": "4 brd RAM disks of 256 MiB, md and uraid over the same four in turn in every repetition " +
 				"(order rotating, one warm-up repetition not kept, at least 5 kept); uraid-*-copy is uraid with zero copy turned off",
 			"slow drive (f)": bench.SlowDrive.String() + ", member 0 of the RAID10",
+			"rebuild (g)":    bench.RebuildSetting(*quick),
 			"chunk":          "512 KiB; md with --assume-clean --metadata 1.2, RAID10 near-2 for both",
 		},
 	}
