@@ -28,6 +28,7 @@ type errorable struct {
 
 func errorableMembers(t *testing.T, n int, size int64) *errorable {
 	t.Helper()
+	guestModule(t, "dm_mod")
 	e := &errorable{t: t, sectors: size >> 9}
 	e.loops, _ = memberSet(t, "loop", n, size)
 	for i, loop := range e.loops {
@@ -46,6 +47,14 @@ func (e *errorable) erroring(i int) {
 	sh(e.t, "dmsetup", "suspend", e.names[i])
 	sh(e.t, "dmsetup", "reload", e.names[i], "--table", fmt.Sprintf("0 %d error", e.sectors))
 	sh(e.t, "dmsetup", "resume", e.names[i])
+}
+
+// guestModule loads a module of the guest's kernel.
+func guestModule(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if k := os.Getenv("URAID_VM_KERNEL"); k != "" {
+		sh(t, "modprobe", append([]string{"-d", k, name}, args...)...)
+	}
 }
 
 // monitor is a running `uraid monitor --json`, its events read as they come.
