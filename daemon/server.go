@@ -144,8 +144,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, a Array) {
 	send := func(e raid.Event) bool { return enc.Encode(e) == nil && rc.Flush() == nil }
 	for {
 		select {
-		case e := <-events:
-			if !send(e) {
+		case e, ok := <-events:
+			if !ok || !send(e) {
 				return
 			}
 		case <-r.Context().Done():
@@ -153,8 +153,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, a Array) {
 		case <-s.quit:
 			for {
 				select {
-				case e := <-events:
-					if !send(e) {
+				case e, ok := <-events:
+					if !ok || !send(e) {
 						return
 					}
 				default:

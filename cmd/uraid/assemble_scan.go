@@ -19,9 +19,12 @@ const DefaultConfig = "/etc/uraid.conf"
 // scanPoll is how often assemble --scan --wait looks again for members that have not appeared.
 const scanPoll = 250 * time.Millisecond
 
+// sysBlock is where the scan lists block devices; tests point it elsewhere.
+var sysBlock = raid.DefaultSysBlock
+
 // scanFound scans the block devices and the paths config names.
 func scanFound(config string) (raid.ScanResult, int, error) {
-	devs, err := raid.BlockCandidates(raid.DefaultSysBlock)
+	devs, err := raid.BlockCandidates(sysBlock)
 	if err != nil {
 		return raid.ScanResult{}, 0, err
 	}
