@@ -28,7 +28,7 @@ func nullBlk(t *testing.T, n int, size int64) []string {
 	}
 	var devs []string
 	for i := range n {
-		dir := filepath.Join(cfg, "nullb", fmt.Sprintf("uraid-%d-%d", os.Getpid(), i))
+		dir := filepath.Join(cfg, "nullb", fmt.Sprintf("nullb-uraid%d-%d", os.Getpid(), i))
 		require.NoError(t, os.Mkdir(dir, 0o755))
 		set := func(attr, v string) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, attr), []byte(v), 0o644), "null_blk %s", attr)
@@ -41,9 +41,17 @@ func nullBlk(t *testing.T, n int, size int64) []string {
 			os.WriteFile(filepath.Join(dir, "power"), []byte("0"), 0o644)
 			os.Remove(dir)
 		})
-		idx, err := os.ReadFile(filepath.Join(dir, "index"))
-		require.NoError(t, err)
-		devs = append(devs, "/dev/nullb"+strings.TrimSpace(string(idx)))
+		// Newer kernels name the disk after its configfs directory, older ones nullbN.
+		disk := filepath.Base(dir)
+		if _, err := os.Stat("/sys/block/" + disk); err != nil {
+			idx, err := os.ReadFile(filepath.Join(dir, "index"))
+			require.NoError(t, err)
+			disk = "nullb" + strings.TrimSpace(string(idx))
+		}
+		dev := "/dev/" + disk
+		// devtmpfs makes the node from its own thread.
+		waitForState(t, dev+" exists", func() bool { _, err := os.Stat(dev); return err == nil })
+		devs = append(devs, dev)
 	}
 	return devs
 }
