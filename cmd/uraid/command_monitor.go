@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/signal"
@@ -64,8 +65,13 @@ The daemons log the same events (docs/cli.md: uraid monitor).`,
 			if ctx.Err() != nil {
 				return nil // interrupted: the normal end
 			}
-			for _, err := range errs {
-				if err != nil {
+			for i, err := range errs {
+				switch {
+				case err == nil:
+				case len(args) == 0 && errors.Is(err, daemon.ErrNotRunning):
+					// A socket a killed daemon left: uraid list tells what became of it.
+					fmt.Fprintf(cmd.ErrOrStderr(), "uraid: monitor: %s: %v\n", names[i], err)
+				default:
 					return err
 				}
 			}
