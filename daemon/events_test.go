@@ -157,3 +157,16 @@ func TestServedEvents(t *testing.T) {
 	assert.Equal(t, EventStopped, e.Type)
 	assert.Equal(t, "stopped cleanly", e.Message)
 }
+
+// TestServedHandoverEvent: a hand-over is heard once the array is drained and flushed.
+func TestServedHandoverEvent(t *testing.T) {
+	l := startLifecycle(t, newFakeDevice(true), Config{})
+	ch, cancel := l.s.Subscribe()
+	defer cancel()
+	assert.Equal(t, EventWatching, recv(t, ch).Type)
+	require.NoError(t, l.s.Handover())
+	require.NoError(t, l.ended())
+	e := recv(t, ch)
+	assert.Equal(t, EventHandedOver, e.Type)
+	assert.Contains(t, e.Message, "successor")
+}
