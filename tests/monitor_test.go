@@ -75,6 +75,8 @@ func startMonitor(t *testing.T, args ...string) *monitor {
 	require.NoError(t, cmd.Start())
 	m := &monitor{t: t, cmd: cmd, events: make(chan raid.Event, 1024), done: make(chan error, 1)}
 	go func() {
+		// events is closed before done is sent: whoever reads them sees every event first.
+		defer close(m.events)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			var e raid.Event
@@ -101,15 +103,16 @@ func (m *monitor) next(types ...string) raid.Event {
 	deadline := time.After(slow * time.Minute)
 	for {
 		select {
-		case e := <-m.events:
+		case e, ok := <-m.events:
+			if !ok {
+				m.t.Fatalf("monitor ended waiting for %v: %v", types, <-m.done)
+			}
 			for _, typ := range types {
 				if e.Type == typ {
 					return e
 				}
 			}
 			m.t.Logf("monitor: skipping %s: %s", e.Type, e.Message)
-		case err := <-m.done:
-			m.t.Fatalf("monitor ended waiting for %v: %v", types, err)
 		case <-deadline:
 			m.t.Fatalf("no %v event", types)
 		}
