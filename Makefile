@@ -8,7 +8,7 @@ E2E_ENV   := URAID_E2E=1 URAID_VERIFY=1
 # .ci/run calls it) fetches the same set.
 KERNELS   ?= 6.12 7.3
 
-.PHONY: all build vet test test-unit test-vm vm-setup bench bench-quick bench-build bench-mapping demo clean
+.PHONY: all build vet test test-unit test-vm vm-setup bench bench-quick bench-build bench-mapping demo clean install
 
 all: build
 
@@ -121,3 +121,23 @@ demo: build
 
 clean:
 	rm -rf $(BUILD)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit, the udev rules and the
+# docs (docs/boot.md says what they do). The unit and the rules name the binary where it goes.
+# A distribution package would set PREFIX=/usr UDEVRULESDIR=/usr/lib/udev/rules.d
+# SYSTEMDUNITDIR=/usr/lib/systemd/system.
+PREFIX         ?= /usr/local
+BINDIR         ?= $(PREFIX)/bin
+DOCDIR         ?= $(PREFIX)/share/doc/uraid
+UDEVRULESDIR   ?= /etc/udev/rules.d
+SYSTEMDUNITDIR ?= /etc/systemd/system
+INSTALLED_BIN   = sed -e 's|/usr/local/bin/uraid|$(BINDIR)/uraid|g' -e 's|/usr/local/share/doc/uraid|$(DOCDIR)|g'
+
+install: build
+	install -D -m 0755 $(BUILD)/uraid $(DESTDIR)$(BINDIR)/uraid
+	install -d $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)
+	$(INSTALLED_BIN) packaging/udev/69-uraid.rules >$(DESTDIR)$(UDEVRULESDIR)/69-uraid.rules
+	$(INSTALLED_BIN) packaging/systemd/uraid@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/uraid@.service
+	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/69-uraid.rules $(DESTDIR)$(SYSTEMDUNITDIR)/uraid@.service
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
+	@if [ -z "$(DESTDIR)" ]; then echo "install: now run: udevadm control --reload && systemctl daemon-reload"; fi

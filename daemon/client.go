@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"uraid/raid"
 )
 
 // ErrNotRunning means no daemon answers for the array.
@@ -73,6 +75,47 @@ func (c *Client) FailQueue(ctx context.Context) error {
 	return err
 }
 
+// Events streams the array's events from now on, calling fn with each, until ctx is done, fn
+// returns an error (which Events returns), or the daemon goes (nil: the array stopped, or its
+// daemon exited).
+func (c *Client) Events(ctx context.Context, fn func(raid.Event) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://uraid/events", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.dialError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("array %s: daemon answered %s (an older daemon without events? uraid restart %s updates it)", c.name, resp.Status, c.name)
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var e raid.Event
+		if err := dec.Decode(&e); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("array %s: event stream: %w", c.name, err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Client) dialError(err error) error {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("array %s: %w (no daemon answers on %s; see uraid list)", c.name, ErrNotRunning, SocketPath(c.name))
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("array %s: %w (the control socket is root's: run as root)", c.name, err)
+	}
+	return fmt.Errorf("array %s: %w", c.name, err)
+}
+
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 	return c.doBody(ctx, method, path, nil)
 }
@@ -93,13 +136,7 @@ func (c *Client) doBody(ctx context.Context, method, path string, in any) ([]byt
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("array %s: %w (no daemon answers on %s; see uraid list)", c.name, ErrNotRunning, SocketPath(c.name))
-		}
-		if errors.Is(err, os.ErrPermission) {
-			return nil, fmt.Errorf("array %s: %w (the control socket is root's: run as root)", c.name, err)
-		}
-		return nil, fmt.Errorf("array %s: %w", c.name, err)
+		return nil, c.dialError(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

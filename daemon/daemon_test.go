@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/raid"
 )
 
 // The test binary doubles as a daemon for Spawn: TestMain runs the child's part when asked to.
@@ -38,9 +42,17 @@ func TestMain(m *testing.M) {
 }
 
 type fakeArray struct {
-	stops atomic.Int32
-	err   error
+	stops  atomic.Int32
+	err    error
+	once   sync.Once
+	events *hub
 }
+
+func (a *fakeArray) hub() *hub {
+	a.once.Do(func() { a.events = newHub(slog.New(slog.DiscardHandler)) })
+	return a.events
+}
+func (a *fakeArray) Subscribe() (<-chan raid.Event, func()) { return a.hub().Subscribe(nil) }
 
 func (a *fakeArray) Status() any      { return map[string]any{"name": "t0", "state": "clean"} }
 func (a *fakeArray) Stop() error      { a.stops.Add(1); return a.err }

@@ -228,6 +228,12 @@ func stopOrphanError(path string, err error) error {
 
 // recordOfDevice finds the record of the device at path (/dev/ublkbN), or returns its number
 // when no record names it.
+// RecordOfDevice is the record of the array served on path (/dev/ublkbN), nil when none names it.
+func RecordOfDevice(path string) (*Record, error) {
+	rec, _, err := recordOfDevice(path)
+	return rec, err
+}
+
 func recordOfDevice(path string) (*Record, uint32, error) {
 	base := path[strings.LastIndexByte(path, '/')+1:]
 	v, err := strconv.ParseUint(strings.TrimPrefix(base, "ublkb"), 10, 32)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -55,6 +56,8 @@ type Config struct {
 	// again when it exits with a failure: a hand-over then ends with ErrRestartMe instead of
 	// leaving the successor to uraid restart.
 	Supervised bool
+	// Log is where the daemon logs its events (nil: key=value lines on stderr).
+	Log *slog.Logger
 }
 
 // ErrRestartMe is what Run and Recover return once a supervised daemon has handed its device
@@ -126,6 +129,7 @@ func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (e
 	}
 	s := newServed(a, dev, rec, cfg)
 	s.metrics = ms
+	s.started = raid.Event{Type: EventStarted, Message: "serving " + dev.Path()}
 	ready = true
 	return s.serve(srv, sigs, n, onReady)
 }
@@ -233,6 +237,11 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		cfg.MetricsListen = rec.Options.MetricsListen
 	}
 	s := newServed(a, dev, &rec, cfg)
+	if takeover {
+		s.started = raid.Event{Type: EventRecovered, Message: fmt.Sprintf("took over %s (%s)", rec.Device, lastExit)}
+	} else {
+		s.started = raid.Event{Type: EventRecreated, Message: fmt.Sprintf("%s was gone (%s); created it again", rec.Device, lastExit)}
+	}
 	if cfg.MetricsListen != "" {
 		// The predecessor may hold the port until it has exited: bind in the background.
 		s.metrics = &metricsServer{addr: cfg.MetricsListen}
@@ -533,6 +542,10 @@ type served struct {
 	failure string
 
 	requests chan request
+	// events is the array's event stream with the daemon's; started is the first of the
+	// daemon's, published once the device serves.
+	events  *hub
+	started raid.Event
 }
 
 // request is a stop or a hand-over asked through the control socket.
@@ -542,7 +555,7 @@ type request struct {
 }
 
 func newServed(a *raid.Array, dev device, rec *Record, cfg Config) *served {
-	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, requests: make(chan request)}
+	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, requests: make(chan request), events: newHub(cfg.Log)}
 	a.OnMembershipChange(s.recordMembers)
 	return s
 }
@@ -560,6 +573,22 @@ func (s *served) status() Status {
 	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
 	st.Recovery = RecoveryStatus{Enabled: s.flags.UserRecovery(), Reissue: s.flags.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
 	return st
+}
+
+// Subscribe streams the array's events from now on until the returned function is called. The
+// stream opens with what the array is doing, so that a watcher knows it is watching.
+func (s *served) Subscribe() (<-chan raid.Event, func()) {
+	st := s.status()
+	msg := fmt.Sprintf("watching %s: %s", st.Device, st.State)
+	if st.Sync != nil && st.Sync.Action != raid.SyncIdle {
+		msg += fmt.Sprintf(", %s at %d of %d bytes", st.Sync.Action, st.Sync.DoneBytes, st.Sync.TotalBytes)
+	}
+	return s.events.Subscribe(&raid.Event{Time: time.Now(), Array: s.a.Name, Type: EventWatching, Device: st.Device, Message: msg})
+}
+
+// event publishes one of the daemon's events.
+func (s *served) event(typ, msg string) {
+	s.events.daemonEvent(s.a, typ, s.dev.Path(), msg)
 }
 
 // Stop asks the serving goroutine for a safe stop and returns its verdict.
@@ -591,6 +620,9 @@ func (s *served) serve(srv *Server, sigs <-chan os.Signal, n *Notifier, onReady 
 	if onReady != nil {
 		onReady(s.dev.Path())
 	}
+	s.event(s.started.Type, s.started.Message)
+	s.events.pump(s.a)
+	defer s.events.stopPump()
 	return s.loop(sigs, n)
 }
 
@@ -661,6 +693,8 @@ func (s *served) finishStop(devErr error) error {
 	}
 	// TRIMs acknowledged in async mode are finished before the array lets go of its members: a
 	// clean stop leaves nothing pending.
+	q, qb, inflight := a.PendingDiscards()
+	s.event(EventStopDraining, fmt.Sprintf("stopping: waiting for the members' TRIMs to finish (%d queued, %d bytes, %d in flight), then flushing and marking them clean", q, qb, inflight))
 	a.DrainDiscards()
 	if err := a.Flush(); err != nil {
 		errs = append(errs, fmt.Errorf("flush members: %w", err))
@@ -683,8 +717,11 @@ func (s *served) finishStop(devErr error) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("array %s: stop: %w", a.Name, err)
+		err = fmt.Errorf("array %s: stop: %w", a.Name, err)
+		s.event(EventStopped, err.Error())
+		return err
 	}
+	s.event(EventStopped, "stopped cleanly")
 	return nil
 }
 
@@ -724,6 +761,7 @@ func (s *served) handover() error {
 	if err := a.MarkClean(); err != nil {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
 	}
+	s.event(EventHandedOver, "drained and flushed: the device is left to a successor")
 	// From here the successor may start: it waits for this process to end.
 	if err := s.dev.Abandon(); err != nil {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
@@ -755,6 +793,7 @@ func (s *served) fail(cause error) error {
 		fmt.Fprintf(os.Stderr, "uraid: %v\n", werr)
 	}
 	fmt.Fprintf(os.Stderr, "uraid: array %s: %s; exiting so that a new daemon takes the device over\n", a.Name, reason)
+	s.event(EventDeviceFailed, reason+"; exiting so that a new daemon takes the device over")
 	// The other queues close as soon as the array has finished their requests. One stuck on a
 	// dead member must not keep the daemon from exiting: the exit closes everything anyway.
 	abandoned := make(chan error, 1)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"uraid/raid"
 )
 
 // Array is what a daemon serves on its control socket.
@@ -26,6 +28,9 @@ type Array interface {
 	// FailQueue makes the device fail as a broken queue would (POST /debug/fail-queue, only
 	// with the test hooks on).
 	FailQueue() error
+	// Subscribe streams the array's events from now on (GET /events) until the returned
+	// function is called.
+	Subscribe() (<-chan raid.Event, func())
 }
 
 // Server is a daemon's control socket.
@@ -35,6 +40,8 @@ type Server struct {
 	srv  *http.Server
 	done chan struct{}
 	err  error // of Serve, read after done is closed
+	// quit is closed when Close begins: event streams end, once they have sent what they hold.
+	quit chan struct{}
 }
 
 // Listen creates the control socket of the array called name. It fails if a daemon of that name
@@ -63,7 +70,7 @@ func Listen(name string) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	return &Server{name: name, ln: ln, done: make(chan struct{})}, nil
+	return &Server{name: name, ln: ln, done: make(chan struct{}), quit: make(chan struct{})}, nil
 }
 
 // Serve answers on the socket until Close: GET /status, GET /metrics from reg, POST /stop, POST
@@ -84,6 +91,9 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 			writeJSON(w, http.StatusOK, struct{}{})
 		}
 	}
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		s.streamEvents(w, r, a)
+	})
 	mux.HandleFunc("POST /stop", action(a.Stop))
 	mux.HandleFunc("POST /handover", action(a.Handover))
 	serveMembers(mux, a)
@@ -91,6 +101,7 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv.RegisterOnShutdown(func() { close(s.quit) })
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
@@ -118,6 +129,42 @@ func (s *Server) Close() error {
 		err = rerr
 	}
 	return err
+}
+
+// streamEvents answers GET /events: one JSON object per line (application/x-ndjson), each
+// flushed as it happens, until the watcher goes or the daemon closes the socket.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, a Array) {
+	events, cancel := a.Subscribe()
+	defer cancel()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	if rc.Flush() != nil {
+		return
+	}
+	send := func(e raid.Event) bool { return enc.Encode(e) == nil && rc.Flush() == nil }
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok || !send(e) {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.quit:
+			for {
+				select {
+				case e, ok := <-events:
+					if !ok || !send(e) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		}
+	}
 }
 
 type errorBody struct {

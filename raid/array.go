@@ -90,6 +90,8 @@ type Array struct {
 	// dirty when it was assembled, or the daemon serving it died): copies of a mirror may
 	// disagree where writes were in flight, until the resync of those regions is done.
 	unclean atomic.Bool
+	// events is the array's outgoing event stream (events.go).
+	events *eventQueue
 }
 
 // Options shape how an array is served.
@@ -221,6 +223,7 @@ func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, er
 		shadows:  make([]atomic.Pointer[Member], len(members)),
 
 		shadowMembers: make([]*Member, len(members)),
+		events:        newEventQueue(),
 	}
 	for i, mem := range members {
 		a.dataOff[i] = int64(sb.DataOffset)
@@ -435,6 +438,13 @@ func (a *Array) fail(i int, err error) {
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) ||
 		a.state[i].CompareAndSwap(int32(MemberRebuilding), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
+		a.emit(Event{Type: EventMemberFailed, Member: slotPtr(i), Path: a.members[i].Path, Error: err.Error(),
+			Message: fmt.Sprintf("member %d (%s) failed: %v", i, a.members[i].Path, err)})
+		if !a.readable() {
+			a.emit(Event{Type: EventArrayFailed, Message: "some data has no working copy left: reads of it fail"})
+		} else {
+			a.emit(Event{Type: EventDegraded, Message: fmt.Sprintf("running without member %d", i)})
+		}
 		a.engine.Fail(i)
 		if a.regions != nil {
 			a.regions.degraded() // what is written from now on must reach the member when it is back

@@ -454,6 +454,7 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) error {
 			}
 		}
 		j.done.Add(step)
+		s.progress(j)
 		if err := s.pace(j, step); err != nil {
 			return err
 		}
@@ -649,6 +650,8 @@ func (a *Array) swapShadow(i int) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "uraid: array %s: member %d replaced: %s took the place of %s\n", a.Name, i, nm.Path, old.Path)
+	a.emit(Event{Type: EventMemberReplaced, Member: slotPtr(i), Path: nm.Path,
+		Message: fmt.Sprintf("%s took the place of %s as member %d", nm.Path, old.Path, i)})
 	return nil
 }
 
@@ -669,6 +672,8 @@ func (a *Array) activateSpare(i int) {
 	a.spares = a.spares[1:]
 	a.membersMu.Unlock()
 	fmt.Fprintf(os.Stderr, "uraid: array %s: member %d failed; spare %s takes its place\n", a.Name, i, sp.Path)
+	a.emit(Event{Type: EventSpareActivated, Member: slotPtr(i), Path: sp.Path,
+		Message: fmt.Sprintf("spare %s takes the place of member %d", sp.Path, i)})
 	if err := a.startRebuild(i, sp, false, false); err != nil {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: spare %s: %v\n", a.Name, sp.Path, err)
 	}

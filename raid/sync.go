@@ -137,6 +137,7 @@ type syncJob struct {
 	lastBusy    time.Time // when user I/O was last seen
 	windowStart time.Time
 	windowBytes int64
+	reported    int64 // tenths of total reported in progress events
 }
 
 // chanWaiter is a discard.Waiter for a goroutine that may block: Resume leaves a token.
@@ -322,8 +323,31 @@ func (s *syncer) startJob(action string, opts SyncOptions, from int, t rebuildTa
 	j.total = min(j.total, s.a.m.Size())
 	s.cur, s.wait = j, ""
 	s.wg.Add(1)
+	s.a.emit(s.jobEvent(j, EventSyncStarted, fmt.Sprintf("%s started (%d bytes)", action, j.total)))
 	go s.run(j, from)
 	return nil
+}
+
+// jobEvent is an event of job j.
+func (s *syncer) jobEvent(j *syncJob, typ, msg string) Event {
+	e := Event{Type: typ, Action: j.action, DoneBytes: j.done.Load(), TotalBytes: j.total, Message: msg}
+	if j.action == SyncRebuild {
+		e.Member, e.Path = slotPtr(j.target.slot), j.target.dev.Path
+	}
+	return e
+}
+
+// progress reports each tenth of the job done; on the job's goroutine.
+func (s *syncer) progress(j *syncJob) {
+	if j.total <= 0 {
+		return
+	}
+	tenth := min(j.done.Load(), j.total) * progressStep / j.total
+	if tenth <= j.reported || tenth >= progressStep { // the end is sync_finished's
+		return
+	}
+	j.reported = tenth
+	s.a.emit(s.jobEvent(j, EventSyncProgress, fmt.Sprintf("%s %d%% done", j.action, tenth*100/progressStep)))
 }
 
 func (s *syncer) stop() bool {
@@ -382,6 +406,18 @@ func (s *syncer) run(j *syncJob, from int) {
 	if !cancelled {
 		s.g.setCursor(region.Cursor{}) // done (or failed): nothing to resume
 	}
+	e := s.jobEvent(j, EventSyncFinished, "")
+	e.MismatchBytes, e.RepairedBytes, e.Error = res.MismatchBytes, res.RepairedBytes, res.Error
+	switch {
+	case cancelled:
+		e.Outcome, e.Message = OutcomeCancelled, j.action+" cancelled"
+	case err != nil:
+		e.Outcome, e.Message = OutcomeFailed, fmt.Sprintf("%s failed: %v", j.action, err)
+	default:
+		e.Outcome = OutcomeOK
+		e.Message = fmt.Sprintf("%s done: %d bytes, %d mismatching, %d repaired", j.action, res.DoneBytes, res.MismatchBytes, res.RepairedBytes)
+	}
+	s.a.emit(e)
 	if j.action == SyncRebuild && !cancelled && err == nil {
 		s.resyncIfNeeded() // members of a wider mirror may still differ where the array was degraded
 	}
@@ -443,6 +479,7 @@ func (s *syncer) region(j *syncJob, r int) error {
 			}
 		}
 		j.done.Add(step)
+		s.progress(j)
 		if err := s.pace(j, step); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,13 +15,16 @@ type assembleOptions struct {
 	degraded bool
 	recover  bool
 	spares   []string
+	scan     bool
+	config   string
+	wait     time.Duration
 	serve    serveFlags
 }
 
 func newAssembleCommand() *cobra.Command {
 	var o assembleOptions
 	cmd := &cobra.Command{
-		Use:   "assemble NAME MEMBER...",
+		Use:   "assemble NAME MEMBER... | assemble --scan [NAME]",
 		Short: "Start an existing array from its members and print its device",
 		Long: `Assemble reads the members' superblocks, checks that they form the array NAME (same
 array, same geometry, no member stale or missing) and starts it. --degraded runs a RAID1 or RAID10
@@ -29,17 +33,44 @@ array without its missing or stale members while every byte still has a copy.
 If the array's daemon died and left its device behind (quiesced: whatever uses it waits),
 assemble refuses, and says so; --recover takes that device over instead, as uraid recover does,
 with the options the array ran with. That is what a supervisor restarting a failed daemon runs
-(docs/uraid@.service).`,
+(packaging/systemd/uraid@.service).
+
+--scan finds the members by their superblocks instead: on every block device (but the arrays'
+own /dev/ublkb* devices, devices that a dm or md device is built on, and partitioned disks, whose
+partitions are read instead), and on the files and devices --config names (default
+/etc/uraid.conf: one absolute path or glob a line, '#' comments). It starts every array whose
+members are all there (any whose are not only with --degraded), or only NAME; it leaves a running
+array alone, so running it again changes nothing. It prints "NAME DEVICE" for each array it
+started and exits 1 if any it found could not start. With NAME, --wait keeps looking for the
+members that are not there yet, up to the time given, and --foreground serves it from this process
+(docs/boot.md).`,
 		Example: `  uraid assemble demo /var/lib/uraid/demo/m{0..3}
-  uraid assemble data --foreground --recover /dev/disk/by-id/nvme-a /dev/disk/by-id/nvme-b`,
-		Args:              arrayArgs(cobra.MinimumNArgs(2), false),
+  uraid assemble data --foreground --recover /dev/disk/by-id/nvme-a /dev/disk/by-id/nvme-b
+  uraid assemble --scan
+  uraid assemble --scan data --wait 90s --foreground --recover`,
+		Args: arrayArgs(func(cmd *cobra.Command, args []string) error {
+			if o.scan {
+				return cobra.MaximumNArgs(1)(cmd, args)
+			}
+			return cobra.MinimumNArgs(2)(cmd, args)
+		}, false),
 		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// Spares are told apart by their superblocks: they are assembled with the members.
-			name, members := args[0], append(args[1:], o.spares...)
 			if err := o.serve.check(); err != nil {
 				return err
 			}
+			if o.scan {
+				var name string
+				if len(args) == 1 {
+					name = args[0]
+				}
+				return assembleScan(cmd, &o, name)
+			}
+			if o.wait != 0 || cmd.Flags().Changed("config") {
+				return usageError{fmt.Errorf("--wait and --config go with --scan")}
+			}
+			// Spares are told apart by their superblocks: they are assembled with the members.
+			name, members := args[0], append(args[1:], o.spares...)
 			if o.recover && daemon.Recoverable(name) {
 				if err := checkRecordedMembers(name, members); err != nil {
 					return err
@@ -68,6 +99,9 @@ with the options the array ran with. That is what a supervisor restarting a fail
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "run without missing or stale members if every byte still has a copy")
 	cmd.Flags().BoolVar(&o.recover, "recover", false, "take over the device a dead daemon of the array left, if there is one")
 	cmd.Flags().StringArrayVar(&o.spares, "spare", nil, "a spare of the array (written by create --spare or uraid add), kept as a hot spare; repeatable")
+	cmd.Flags().BoolVar(&o.scan, "scan", false, "find the members by their superblocks on every block device and the files --config names")
+	cmd.Flags().StringVar(&o.config, "config", DefaultConfig, "with --scan: file naming member files and devices to read besides the block devices")
+	cmd.Flags().DurationVar(&o.wait, "wait", 0, "with --scan NAME: how long to wait for members that are not there yet")
 	o.serve.register(cmd)
 	registerServeCompletion(cmd)
 	return cmd

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -24,6 +26,7 @@ type serveFlags struct {
 	depth      int
 	metrics    string
 	foreground bool
+	logFormat  string
 }
 
 func (f *serveFlags) register(cmd *cobra.Command) {
@@ -36,6 +39,7 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "also serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9105 (default: off;\nthey are always on the control socket)")
 	fl.BoolVar(&f.foreground, "foreground", false, "serve from this process until stopped (for systemd) instead of a background daemon")
+	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events on stderr: text (key=value) or json")
 }
 
 func (f *serveFlags) check() error {
@@ -44,6 +48,9 @@ func (f *serveFlags) check() error {
 	}
 	if _, _, err := parseInFlight(f.inflight); err != nil {
 		return usageError{err}
+	}
+	if _, err := daemon.NewLogger(io.Discard, f.logFormat); err != nil {
+		return usageError{fmt.Errorf("--log-format: %w", err)}
 	}
 	if f.minGap < 0 || f.queues < 0 || f.depth < 1 || f.depth > 4096 {
 		return usageError{fmt.Errorf("--trim-gap and --queues must not be negative, --depth must be 1 to 4096")}
@@ -111,7 +118,8 @@ func (f *serveFlags) options(degraded bool) raid.Options {
 // args renders the flags for the detached `uraid serve`.
 func (f *serveFlags) args() []string {
 	args := []string{"--discard", f.discard, "--trim-inflight=" + f.inflight,
-		"--trim-gap", f.minGap.String(), fmt.Sprintf("--queues=%d", f.queues), fmt.Sprintf("--depth=%d", f.depth)}
+		"--trim-gap", f.minGap.String(), fmt.Sprintf("--queues=%d", f.queues), fmt.Sprintf("--depth=%d", f.depth),
+		"--log-format=" + f.logFormat}
 	if len(f.exclusive) > 0 {
 		args = append(args, "--trim-exclusive="+f.exclusive.String())
 	}
@@ -168,7 +176,7 @@ func serveHere(cmd *cobra.Command, a *raid.Array, members []string, f *serveFlag
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics}
+	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.logger()}
 	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
 }
 
@@ -177,7 +185,17 @@ func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notif
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics}, n, printDevice(cmd, f)))
+	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.logger()}, n, printDevice(cmd, f)))
+}
+
+// logger is the daemon's event log: stderr, which systemd gives to journald and a detached
+// daemon appends to its log file.
+func (f *serveFlags) logger() *slog.Logger {
+	l, err := daemon.NewLogger(os.Stderr, f.logFormat)
+	if err != nil { // checked by check; the serve command skips that
+		l, _ = daemon.NewLogger(os.Stderr, daemon.LogText)
+	}
+	return l
 }
 
 func printDevice(cmd *cobra.Command, f *serveFlags) func(string) {
