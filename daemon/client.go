@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -72,7 +73,11 @@ func (c *Client) FailQueue(ctx context.Context) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, nil)
+	return c.send(ctx, method, path, nil)
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -87,16 +92,22 @@ func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
 		return nil, fmt.Errorf("array %s: %w", c.name, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	respBody, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", c.name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb errorBody
-		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+		if json.Unmarshal(respBody, &eb) == nil && eb.Error != "" {
+			if strings.HasPrefix(eb.Error, "array "+c.name+":") {
+				return nil, errors.New(eb.Error)
+			}
 			return nil, fmt.Errorf("array %s: %s", c.name, eb.Error)
+		}
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, fmt.Errorf("array %s: %w (%s): its daemon is an older build; restart it with this one: uraid restart %s", c.name, ErrUnsupported, path, c.name)
 		}
 		return nil, fmt.Errorf("array %s: daemon answered %s", c.name, resp.Status)
 	}
-	return body, nil
+	return respBody, nil
 }

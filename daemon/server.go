@@ -88,7 +88,12 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	if hooks {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}
+	closing := make(chan struct{})
+	if sa, ok := a.(SyncArray); ok {
+		serveSync(mux, sa, closing)
+	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv.RegisterOnShutdown(func() { close(closing) })
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {

@@ -152,6 +152,7 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 		formatSize(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
 		st.Discard.Requests, formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
 	fmt.Fprintf(w, "      TRIMs at once [%s], exclusive: %s\n", strings.Join(trimDepths(st), " "), exclusiveMembers(st))
+	writeSyncLine(w, st)
 }
 
 // trimDepths is each member's TRIM limit in member order; "-" for a missing member.

@@ -48,7 +48,7 @@ range per member and sent to the members concurrently.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
 		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
-		newDetailCommand(), newExamineCommand())
+		newDetailCommand(), newExamineCommand(), newCheckCommand(), newWaitCommand())
 	return root
 }
 
