@@ -82,7 +82,7 @@ func lastText(l *raid.SyncResult) string {
 	default:
 		b.WriteString("done;")
 	}
-	fmt.Fprintf(&b, " %s in %s", sizeText(l.DoneBytes), (time.Duration(l.Seconds*float64(time.Second))).Round(time.Millisecond))
+	fmt.Fprintf(&b, " %s in %s", sizeText(l.DoneBytes), (time.Duration(l.Seconds * float64(time.Second))).Round(time.Millisecond))
 	if l.Action == raid.SyncCheck || l.Action == raid.SyncRepair {
 		fmt.Fprintf(&b, ", %s differ", sizeText(l.MismatchBytes))
 		if len(l.MismatchRegions) > 0 {
