@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -26,35 +27,40 @@ func TestE2EMeasureResyncReadLatency(t *testing.T) {
 	const runs = 3
 	var during, after []float64
 	for run := range runs {
-		dm := delayedMembers(t, 2, syncMemberSize)
-		members := dm.paths
-		a := newMirrorArray(t, "ms", "1", members)
-		writer := exec.Command("fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
-			"--ioengine=io_uring", "--iodepth=8", "--direct=1", "--time_based", "--runtime=600")
-		require.NoError(t, writer.Start())
-		st := a.status()
-		require.Eventually(t, func() bool {
-			st = a.status()
-			return st.Regions.Dirty >= st.Regions.Regions*3/4
-		}, slow*2*time.Minute, 50*time.Millisecond)
-		require.NoError(t, writer.Process.Signal(os.Interrupt))
-		require.NoError(t, writer.Wait())
-		a.kill(a.status().PID)
-		uraid(t, "stop", a.name)
-		dm.setDelay(25 * time.Millisecond)
-		a.dev = strings.TrimSpace(uraid(t, append([]string{"assemble", a.name}, members...)...))
+		t.Run(fmt.Sprint(run), func(t *testing.T) { // its cleanups free the dm names for the next
+			dm := delayedMembers(t, 2, syncMemberSize)
+			members := dm.paths
+			a := newMirrorArray(t, "ms", "1", members)
+			writer := exec.Command("fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
+				"--ioengine=io_uring", "--iodepth=8", "--direct=1", "--time_based", "--runtime=600")
+			require.NoError(t, writer.Start())
+			st := a.status()
+			require.Eventually(t, func() bool {
+				st = a.status()
+				return st.Regions.Dirty >= st.Regions.Regions*3/4
+			}, slow*2*time.Minute, 50*time.Millisecond)
+			require.NoError(t, writer.Process.Signal(os.Interrupt))
+			require.NoError(t, writer.Wait())
+			a.kill(a.status().PID)
+			uraid(t, "stop", a.name)
+			dm.setDelay(25 * time.Millisecond)
+			a.dev = strings.TrimSpace(uraid(t, append([]string{"assemble", a.name}, members...)...))
 
-		// The reads begin as the resync does: it keeps to its floor while they run.
-		d := readP99(t, a.dev)
-		st = a.status()
-		require.Equal(t, "resync", st.Sync.Action, "the resync ended during the reads: the figure would mix both")
-		resynced := st.Sync.DoneBytes
-		a.waitSync("resync")
-		b := readP99(t, a.dev)
-		t.Logf("run %d: 4K QD1 read p99 %.0f us during the resync (%d MiB resynced meanwhile), %.0f us after: %.2fx",
-			run, d, resynced>>20, b, d/b)
-		during, after = append(during, d), append(after, b)
-		uraid(t, "stop", a.name)
+			// The reads begin as the resync does: it keeps to its floor while they run.
+			d := readP99(t, a.dev)
+			st = a.status()
+			require.Equal(t, "resync", st.Sync.Action, "the resync ended during the reads: the figure would mix both")
+			resynced := st.Sync.DoneBytes
+			a.waitSync("resync")
+			b := readP99(t, a.dev)
+			t.Logf("run %d: 4K QD1 read p99 %.0f us during the resync (%d MiB resynced meanwhile), %.0f us after: %.2fx",
+				run, d, resynced>>20, b, d/b)
+			during, after = append(during, d), append(after, b)
+			uraid(t, "stop", a.name)
+		})
+	}
+	if len(during) < runs {
+		t.Fatalf("%d of %d runs measured", len(during), runs)
 	}
 	ratios := make([]float64, runs)
 	for i := range ratios {
