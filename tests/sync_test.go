@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -372,11 +373,14 @@ func TestE2ECheckRepairLiveFile(t *testing.T) {
 				// Rot one byte of the second copy (repair copies from the first) in the
 				// middle of the file's first extent.
 				off := exts[0].physical + exts[0].length/2 + 123
-				p := l.pieces(t, off, 1)[0]
+				sector := off &^ 511 // the map places whole sectors; one lies in one piece
+				p := l.pieces(t, sector, 512)[0]
 				require.GreaterOrEqual(t, p.N, 2)
 				victim := p.Copies[1]
 				old := l.readCopy(t, victim)
-				l.writeCopy(t, victim, []byte{^old[0]})
+				rot := slices.Clone(old)
+				rot[off-sector] ^= 0xff
+				l.writeCopy(t, victim, rot)
 
 				out := uraid(t, "check", a.name, "--wait")
 				st := a.status()
@@ -386,7 +390,7 @@ func TestE2ECheckRepairLiveFile(t *testing.T) {
 				region := int(off / st.Regions.RegionBytes)
 				assert.Equal(t, []int{region}, st.Sync.Last.MismatchRegions)
 				assert.Contains(t, out, "check done")
-				assert.Equal(t, []byte{^old[0]}, l.readCopy(t, victim), "a check changes nothing")
+				assert.Equal(t, rot, l.readCopy(t, victim), "a check changes nothing")
 				assert.Contains(t, uraid(t, "detail", a.name), "Last Sync : check done")
 
 				out = uraid(t, "check", "--repair", "--max-rate", "64M", a.name, "--wait")
