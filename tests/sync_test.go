@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -83,6 +84,27 @@ func (a *mirrorArray) status() daemon.Status {
 	return st
 }
 
+// run runs the CLI on the array and fails the test if it exits non-zero or takes longer than a
+// job that was made inevitable ever could; then the daemon is made to dump its goroutines to
+// its log (SIGQUIT), which cleanup shows.
+func (a *mirrorArray) run(args ...string) string {
+	a.t.Helper()
+	ctx, cancel := context.WithTimeout(a.t.Context(), slow*30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, uraidBin(a.t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		if e := daemon.Lookup(context.Background(), a.name); e.Status != nil {
+			_ = syscall.Kill(e.Status.PID, syscall.SIGQUIT)
+			time.Sleep(time.Second) // the dump is diagnostics for a failed test, not a condition
+		}
+	}
+	require.NoError(a.t, err, "uraid %s: %s%s", strings.Join(args, " "), out, stderr.String())
+	return string(out) + stderr.String()
+}
+
 // kill kills the daemon with SIGKILL and waits until the kernel has quiesced its device.
 func (a *mirrorArray) kill(pid int) {
 	a.t.Helper()
@@ -95,7 +117,7 @@ func (a *mirrorArray) kill(pid int) {
 // waitSync runs uraid wait and checks that the last job was action and ran to its end.
 func (a *mirrorArray) waitSync(action string) daemon.Status {
 	a.t.Helper()
-	out := uraid(a.t, "wait", a.name)
+	out := a.run("wait", a.name)
 	assert.Contains(a.t, out, a.name+": "+action+" done", out)
 	st := a.status()
 	require.NotNil(a.t, st.Sync)
@@ -382,7 +404,7 @@ func TestE2ECheckRepairLiveFile(t *testing.T) {
 				rot[off-sector] ^= 0xff
 				l.writeCopy(t, victim, rot)
 
-				out := uraid(t, "check", a.name, "--wait")
+				out := a.run("check", a.name, "--wait")
 				st := a.status()
 				require.NotNil(t, st.Sync.Last)
 				assert.Equal(t, "check", st.Sync.Last.Action)
@@ -393,14 +415,14 @@ func TestE2ECheckRepairLiveFile(t *testing.T) {
 				assert.Equal(t, rot, l.readCopy(t, victim), "a check changes nothing")
 				assert.Contains(t, uraid(t, "detail", a.name), "Last Sync : check done")
 
-				out = uraid(t, "check", "--repair", "--max-rate", "64M", a.name, "--wait")
+				out = a.run("check", "--repair", "--max-rate", "64M", a.name, "--wait")
 				st = a.status()
 				assert.Equal(t, "repair", st.Sync.Last.Action, out)
 				assert.Equal(t, int64(1), st.Sync.Last.MismatchBytes)
 				assert.Positive(t, st.Sync.Last.RepairedBytes)
 				assert.Equal(t, old, l.readCopy(t, victim), "repair rewrote the rotted copy from the first")
 
-				uraid(t, "check", a.name, "--wait")
+				a.run("check", a.name, "--wait")
 				assert.Zero(t, a.status().Sync.Last.MismatchBytes, "a check after the repair finds nothing")
 
 				// The file, read from each copy in turn, straight from the members.
@@ -456,7 +478,7 @@ func TestE2ECheckAfterFstrimGarbage(t *testing.T) {
 				return q == 0
 			}, slow*time.Minute, 20*time.Millisecond, "the TRIMs did not drain")
 
-			out := uraid(t, "check", a.name, "--wait")
+			out := a.run("check", a.name, "--wait")
 			st := a.status()
 			assert.Equal(t, "check", st.Sync.Last.Action)
 			assert.Positive(t, st.Sync.Last.DoneBytes)
