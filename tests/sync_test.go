@@ -382,7 +382,8 @@ func TestE2ECheckRepairLiveFile(t *testing.T) {
 				members, _ := memberSet(t, kind, lv.members, syncMemberSize)
 				a := newMirrorArray(t, "ck"+lv.level+kind[:1], lv.level, members)
 				mnt := t.TempDir()
-				sh(t, "mkfs.ext4", "-q", "-F", "-b", "4096", a.dev)
+				// No lazy init: its background writes would keep the check at its floor rate.
+				sh(t, "mkfs.ext4", "-q", "-F", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", a.dev)
 				sh(t, "mount", a.dev, mnt)
 				t.Cleanup(func() { exec.Command("umount", mnt).Run() })
 				file := filepath.Join(mnt, "live")
@@ -452,19 +453,21 @@ func TestE2ECheckAfterFstrimGarbage(t *testing.T) {
 		t.Run("raid"+lv.level, func(t *testing.T) {
 			var members []string
 			for i := range lv.members {
-				_, p := startSimSSD(t, simssd.Config{Size: syncMemberSize, Seed: uint64(100 + i), TrimGarbage: true})
+				// Small: each simulated drive is served by this (race-checked) process.
+				_, p := startSimSSD(t, simssd.Config{Size: 32 << 20, Seed: uint64(100 + i), TrimGarbage: true})
 				members = append(members, p)
 			}
 			a := newMirrorArray(t, "gb"+lv.level, lv.level, members)
 			mnt := t.TempDir()
-			sh(t, "mkfs.ext4", "-q", "-F", "-E", "nodiscard", a.dev)
+			// No lazy init: its background writes would keep the check at its floor rate.
+			sh(t, "mkfs.ext4", "-q", "-F", "-E", "nodiscard,lazy_itable_init=0,lazy_journal_init=0", a.dev)
 			sh(t, "mount", a.dev, mnt)
 			t.Cleanup(func() { exec.Command("umount", mnt).Run() })
-			for i := range 8 {
-				writeRandomFile(t, filepath.Join(mnt, fmt.Sprintf("f%d", i)), 2<<20+i*4096)
+			for i := range 6 {
+				writeRandomFile(t, filepath.Join(mnt, fmt.Sprintf("f%d", i)), 1<<20+i*4096)
 			}
 			sh(t, "sync")
-			for i := 0; i < 8; i += 2 {
+			for i := 0; i < 6; i += 2 {
 				require.NoError(t, os.Remove(filepath.Join(mnt, fmt.Sprintf("f%d", i))))
 			}
 			sh(t, "sync")
