@@ -524,7 +524,8 @@ func TestE2EResyncResumesAfterSecondKill(t *testing.T) {
 			// fio ends cleanly on SIGINT, with its writes done; the regions stay dirty for
 			// seconds after their last write, long enough for the kill.
 			require.NoError(t, writer.Process.Signal(os.Interrupt))
-			require.NoError(t, writer.Wait(), "fio: %s", &wout)
+			_ = writer.Wait() // fio exits 128 after a signal; its report says whether a write failed
+			require.Contains(t, wout.String(), "err= 0", "fio: %s", &wout)
 			st = a.status()
 			dirty := st.Regions.Dirty
 			a.kill(st.PID)
