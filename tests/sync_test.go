@@ -544,8 +544,9 @@ func TestE2EResyncResumesAfterSecondKill(t *testing.T) {
 			require.Positive(t, first)
 
 			// A reader keeps the array busy: the resync keeps to its floor rate.
+			// --thread: the job runs in fio's own process, so that killing it ends the reads.
 			reader := exec.Command("fio", "--name=busy", "--filename="+a.dev, "--rw=randread", "--bs=4k",
-				"--ioengine=io_uring", "--iodepth=1", "--direct=1", "--time_based", "--runtime=600")
+				"--ioengine=io_uring", "--iodepth=1", "--direct=1", "--time_based", "--runtime=600", "--thread")
 			require.NoError(t, reader.Start())
 			readerDone := make(chan error, 1)
 			go func() { readerDone <- reader.Wait() }()
