@@ -117,10 +117,10 @@ func (c *Client) dialError(err error) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string) ([]byte, error) {
-	return c.doBody(ctx, method, path, nil)
+	return c.send(ctx, method, path, nil)
 }
 
-// doBody sends body, JSON-encoded, when not nil.
+// doBody sends in, JSON-encoded, when not nil.
 func (c *Client) doBody(ctx context.Context, method, path string, in any) ([]byte, error) {
 	var rd io.Reader
 	if in != nil {
@@ -130,7 +130,11 @@ func (c *Client) doBody(ctx context.Context, method, path string, in any) ([]byt
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, rd)
+	return c.send(ctx, method, path, rd)
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://uraid"+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -139,21 +143,24 @@ func (c *Client) doBody(ctx context.Context, method, path string, in any) ([]byt
 		return nil, c.dialError(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	respBody, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", c.name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var eb errorBody
-		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+		if json.Unmarshal(respBody, &eb) == nil && eb.Error != "" {
 			if strings.HasPrefix(eb.Error, "array "+c.name+":") {
 				return nil, errors.New(eb.Error) // it says which array already
 			}
 			return nil, fmt.Errorf("array %s: %s", c.name, eb.Error)
 		}
+		if resp.StatusCode == http.StatusNotFound {
+			return nil, fmt.Errorf("array %s: %w (%s): its daemon is an older build; restart it with this one: uraid restart %s", c.name, ErrUnsupported, path, c.name)
+		}
 		return nil, fmt.Errorf("array %s: daemon answered %s", c.name, resp.Status)
 	}
-	return body, nil
+	return respBody, nil
 }
 
 // ChangeMember fails, removes, adds or replaces a member (op is one of OpFail, OpRemove, OpAdd,

@@ -70,6 +70,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descMemberRead, descMemberWrite, descArrayRead, descArrayWrite, descArrayDiscard} {
 		ch <- d
 	}
+	describeSync(ch)
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -103,6 +104,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDiscReq, float64(st.Discard.Requests), st.Name)
 	counter(descDiscBytes, float64(st.Discard.Bytes), st.Name)
 	counter(descDiscRanges, float64(st.Discard.MemberRanges), st.Name)
+	collectSync(ch, st)
 	for _, m := range st.Members {
 		l := []string{st.Name, strconv.Itoa(m.Index), m.Path}
 		up := 0.0

@@ -100,6 +100,9 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	if hooks {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}
+	if sa, ok := a.(SyncArray); ok {
+		serveSync(mux, sa, s.quit)
+	}
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.srv.RegisterOnShutdown(func() { close(s.quit) })
 	go func() {

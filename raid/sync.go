@@ -121,6 +121,7 @@ type syncJob struct {
 	target  rebuildTarget // SyncRebuild
 	opts    SyncOptions
 	cancel  chan struct{}
+	stopped sync.Once // closes cancel
 	start   time.Time
 	regions []int // mismatching regions, guarded by syncer.mu
 
@@ -163,7 +164,7 @@ func newSyncer(a *Array, g *regions) *syncer {
 // has run.
 func (a *Array) StartSync(action string, opts SyncOptions) error {
 	if a.syncer == nil {
-		return fmt.Errorf("array %s: level %s has no copies to compare", a.Name, a.sb.Level.ShortName())
+		return fmt.Errorf("array %s: %w: level %s has no copies to compare; check and repair are for raid1 and raid10", a.Name, ErrNoCopies, a.sb.Level)
 	}
 	switch action {
 	case SyncCheck, SyncRepair:
@@ -171,9 +172,46 @@ func (a *Array) StartSync(action string, opts SyncOptions) error {
 		return fmt.Errorf("array %s: sync action %q: use check or repair", a.Name, action)
 	}
 	if a.regions.needResync() {
-		return fmt.Errorf("array %s: %w: a resync is needed first (its regions' copies are known to differ); it runs by itself once every member is back", a.Name, ErrSyncBusy)
+		s := a.syncer.status()
+		why := "it runs by itself once every member is back"
+		switch {
+		case s.Action == SyncResync:
+			why = fmt.Sprintf("it runs now; wait for it (uraid wait %s) and check then", a.Name)
+		case s.Waiting != "":
+			why = "it waits: " + s.Waiting
+		}
+		return fmt.Errorf("array %s: %w: a resync is needed first (its regions' copies are known to differ); %s", a.Name, ErrResyncNeeded, why)
 	}
 	return a.syncer.start(action, opts, 0)
+}
+
+// ErrNoCopies means the array's level keeps one copy of each byte: there is nothing to compare.
+var ErrNoCopies = errors.New("no copies")
+
+// ErrResyncNeeded means a check was asked for while some regions' copies are known to differ.
+var ErrResyncNeeded = fmt.Errorf("%w (resync)", ErrSyncBusy)
+
+// CancelCheck stops a running check or repair and waits until it has; it returns the action
+// stopped, "" when none ran. A resync or a rebuild is refused: the copies differ until it ends,
+// and a cancelled one would only start again at the next start of the array.
+func (a *Array) CancelCheck() (string, error) {
+	if a.syncer == nil {
+		return "", fmt.Errorf("array %s: %w: level %s has no check to cancel", a.Name, ErrNoCopies, a.sb.Level)
+	}
+	s := a.syncer
+	s.mu.Lock()
+	j := s.cur
+	s.mu.Unlock()
+	if j == nil {
+		return "", nil
+	}
+	switch j.action {
+	case SyncCheck, SyncRepair:
+	default:
+		return "", fmt.Errorf("array %s: a %s runs, not a check: it is not cancelled, since the copies are not in step until it ends; wait for it: uraid wait %s", a.Name, j.action, a.Name)
+	}
+	s.stopJob(j)
+	return j.action, nil
 }
 
 // CancelSync stops the running job, if any, and waits until it has; a resync resumes at the
@@ -304,7 +342,11 @@ func (s *syncer) startJob(action string, opts SyncOptions, from int, t rebuildTa
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur != nil {
-		return fmt.Errorf("array %s: %w (%s); cancel it first: uraid check --cancel %s", s.a.Name, ErrSyncBusy, s.cur.action, s.a.Name)
+		fix := fmt.Sprintf("wait for it: uraid wait %s", s.a.Name)
+		if s.cur.action == SyncCheck || s.cur.action == SyncRepair {
+			fix = fmt.Sprintf("wait for it (uraid wait %s) or cancel it (uraid check --cancel %s)", s.a.Name, s.a.Name)
+		}
+		return fmt.Errorf("array %s: %w (%s); %s", s.a.Name, ErrSyncBusy, s.cur.action, fix)
 	}
 	j := &syncJob{action: action, target: t, opts: opts, cancel: make(chan struct{}), start: s.clock.Now(), resumed: make(chanWaiter, 1)}
 	j.rd.Waiter, j.wr.Waiter = j.resumed, j.resumed
@@ -357,9 +399,15 @@ func (s *syncer) stop() bool {
 	if j == nil {
 		return false
 	}
-	close(j.cancel)
-	s.wg.Wait()
+	s.stopJob(j)
 	return true
+}
+
+// stopJob cancels j and waits until no job runs. Stops may come at once from the control
+// socket and from the array's own stop: the cancel is closed once.
+func (s *syncer) stopJob(j *syncJob) {
+	j.stopped.Do(func() { close(j.cancel) })
+	s.wg.Wait()
 }
 
 func (s *syncer) status() SyncStatus {

@@ -199,3 +199,53 @@ func TestResyncResumes(t *testing.T) {
 	assert.LessOrEqual(t, first+second, 7*rs, "at most the region in progress is copied twice")
 	assert.Zero(t, m.a.Status("", 0).Regions.NeedResync)
 }
+
+// TestCancelCheck: check --cancel stops a check or a repair, never a resync (the copies are not
+// in step until it ends), and stops that race (the control socket and the array's own stop)
+// cancel the job once.
+func TestCancelCheck(t *testing.T) {
+	m := newMirror(t)
+	rs := m.a.regions.m.RegionSize()
+	for r := int64(0); r < 3; r++ {
+		do(t, m.h, ublk.OpWrite, r*rs, make([]byte, 4096))
+	}
+	clk := clock.NewManual(time.Unix(0, 0))
+	m.a.syncer.clock = clk
+	what, err := m.a.CancelCheck()
+	require.NoError(t, err)
+	assert.Empty(t, what, "nothing runs")
+
+	require.NoError(t, m.a.StartSync(SyncRepair, SyncOptions{MaxRate: 1}))
+	err = m.a.StartSync(SyncCheck, SyncOptions{})
+	assert.ErrorIs(t, err, ErrSyncBusy)
+	assert.ErrorContains(t, err, "uraid check --cancel t")
+	clk.WaitFor(1) // the job waits on its pace
+	done := make(chan struct{})
+	go func() { m.a.CancelSync(); close(done) }()
+	what, err = m.a.CancelCheck()
+	require.NoError(t, err)
+	<-done
+	assert.Contains(t, []string{SyncRepair, ""}, what, "one of the two stops cancelled the repair")
+	assert.True(t, m.a.SyncStatus().Last.Cancelled)
+
+	m.crash() // three regions to resync
+	clk = clock.NewManual(time.Unix(0, 0))
+	m.a.syncer.clock = clk
+	require.NoError(t, m.a.regions.begin())
+	require.NoError(t, m.a.syncer.start(SyncResync, SyncOptions{MaxRate: 1}, 0))
+	clk.WaitFor(1)
+	_, err = m.a.CancelCheck()
+	assert.ErrorContains(t, err, "uraid wait t", "a resync is not cancelled")
+	assert.Equal(t, SyncResync, m.a.SyncStatus().Action)
+	err = m.a.StartSync(SyncCheck, SyncOptions{})
+	assert.ErrorIs(t, err, ErrResyncNeeded)
+	assert.ErrorContains(t, err, "it runs now; wait for it (uraid wait t)")
+	assert.True(t, m.a.CancelSync())
+
+	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 0}, "sync")
+	defer a.Close()
+	assert.ErrorIs(t, a.StartSync(SyncCheck, SyncOptions{}), ErrNoCopies)
+	assert.ErrorContains(t, a.StartSync(SyncCheck, SyncOptions{}), "check and repair are for raid1 and raid10")
+	_, err = a.CancelCheck()
+	assert.ErrorIs(t, err, ErrNoCopies)
+}

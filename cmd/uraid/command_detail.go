@@ -90,6 +90,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	row("Zero Copy", zeroCopyText(st))
 	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,
 		formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
+	writeSyncDetail(row, st)
 	fmt.Fprintln(out)
 	t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(t, "Number\tState\tTRIM unit\tTRIMs at once\tExclusive\tReads\tWrites\tErrors\tTRIMs\tTRIM bytes\tMerged\tQueued\tIn flight\tp50 us\tp99 us\tmax us\tPath")

@@ -149,6 +149,7 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 		formatSize(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
 		st.Discard.Requests, formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
 	fmt.Fprintf(w, "      TRIMs at once [%s], exclusive: %s\n", strings.Join(trimDepths(st), " "), exclusiveMembers(st))
+	writeSyncLine(w, st)
 }
 
 // stateMark is mdstat's mark after a member's path: (F) failed, (R) being rebuilt.

@@ -57,7 +57,8 @@ range per member and sent to the members concurrently.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
 		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
-		newDetailCommand(), newExamineCommand(), newMonitorCommand(), newUdevInfoCommand())
+		newDetailCommand(), newExamineCommand(), newMonitorCommand(), newUdevInfoCommand(),
+		newCheckCommand(), newWaitCommand())
 	root.AddCommand(newFailCommand(), newRemoveCommand(), newAddCommand(), newReplaceCommand())
 	return root
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"uraid/raid"
+)
+
+func TestCheckUsage(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	for _, args := range [][]string{
+		{"check"},
+		{"check", "a", "b"},
+		{"check", "--max-rate", "fast", "demo"},
+		{"check", "--cancel", "--repair", "demo"},
+		{"check", "--cancel", "--wait", "demo"},
+		{"wait"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+	}
+	code, _, errOut := runCLI(t, "check", "demo")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "not running")
+	code, _, errOut = runCLI(t, "wait", "demo")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "not running")
+}
+
+func TestRateFlag(t *testing.T) {
+	for in, want := range map[string]int64{"50M": 50 << 20, "50M/s": 50 << 20, "1GiB/s": 1 << 30, "4096": 4096} {
+		var f rateFlag
+		assert.NoError(t, f.Set(in), in)
+		assert.Equal(t, want, int64(f), in)
+	}
+	var f rateFlag
+	assert.ErrorContains(t, f.Set("-1M"), "e.g. 50M")
+}
+
+func TestSyncText(t *testing.T) {
+	slot := 2
+	st := trimStatus()
+	st.Regions = &raid.RegionCounts{Regions: 1024, RegionBytes: 1 << 20, InSync: 1000, Dirty: 20, Trimmed: 4, NeedResync: 0}
+	st.Sync = &raid.SyncStatus{Action: raid.SyncRebuild, Member: &slot, DoneBytes: 256 << 20, TotalBytes: 1 << 30, RateBytesPerS: 16 << 20}
+	var out bytes.Buffer
+	writeStatusLine(&out, st)
+	assert.Contains(t, out.String(), "      rebuild of member 2 = 25.0% (256.0 MiB/1.0 GiB) 16.0 MiB/s, eta 48s\n")
+
+	st.Sync = &raid.SyncStatus{Action: raid.SyncIdle, Waiting: "a member is missing",
+		Last: &raid.SyncResult{Action: raid.SyncRepair, DoneBytes: 4 << 20, Seconds: 1.5, MismatchBytes: 1, RepairedBytes: 4096,
+			MismatchRegions: []int{2, 9}, Ended: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	out.Reset()
+	writeStatusLine(&out, st)
+	assert.Contains(t, out.String(), "      resync pending: a member is missing\n")
+	out.Reset()
+	writeDetail(&out, st)
+	assert.Contains(t, out.String(), "           Sync : resync pending: a member is missing\n")
+	assert.Contains(t, out.String(), "      Last Sync : repair done; 4.0 MiB in 1.5s, 1 bytes differ (regions 2 9), 4.0 KiB repaired; ended 2026-01-02T03:04:05Z\n")
+	assert.Contains(t, out.String(), "        Regions : 1024 of 1M: 1000 in sync, 20 dirty, 4 trimmed, 0 need resync\n")
+
+	st.Sync = &raid.SyncStatus{Action: raid.SyncCheck, DoneBytes: 1 << 20, TotalBytes: 4 << 20, MismatchBytes: 4096}
+	assert.Equal(t, "check = 25.0% (1.0 MiB/4.0 MiB) 0.0 MiB/s, eta unknown, 4.0 KiB differ", syncProgress(st.Sync))
+	assert.Empty(t, syncProgress(&raid.SyncStatus{Action: raid.SyncIdle}))
+	assert.Empty(t, syncProgress(nil))
+}
+
+func TestWaitReport(t *testing.T) {
+	var out bytes.Buffer
+	assert.NoError(t, reportLast(&out, "demo", raid.SyncStatus{Last: &raid.SyncResult{Action: raid.SyncResync, DoneBytes: 1 << 20}}))
+	assert.Contains(t, out.String(), "demo: resync done; 1.0 MiB")
+	err := reportLast(&out, "demo", raid.SyncStatus{Last: &raid.SyncResult{Action: raid.SyncCheck, Cancelled: true}})
+	assert.ErrorContains(t, err, "cancelled")
+	err = reportLast(&out, "demo", raid.SyncStatus{Last: &raid.SyncResult{Action: raid.SyncRebuild, Error: "member 0: EIO"}})
+	assert.ErrorContains(t, err, "rebuild failed: member 0: EIO")
+}

@@ -1,0 +1,100 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestE2EMeasureResyncReadLatency measures, and does not judge (timings in a shared guest say
+// little), what a resync costs a user's 4 KiB random reads at QD1: the p99 read latency while a
+// resync runs, against the same reads once it is done, over a raid1 of two dm-delay devices on
+// loop devices (writes take 25 ms once the resync is due, so that it surely outlasts the reads;
+// reads are not delayed), in several runs. It runs only with URAID_MEASURE=1.
+func TestE2EMeasureResyncReadLatency(t *testing.T) {
+	uraidBin(t)
+	if os.Getenv("URAID_MEASURE") != "1" {
+		t.Skip("a measurement: set URAID_MEASURE=1")
+	}
+	const runs = 3
+	var during, after []float64
+	for run := range runs {
+		t.Run(fmt.Sprint(run), func(t *testing.T) { // its cleanups free the dm names for the next
+			dm := delayedMembers(t, 2, syncMemberSize)
+			members := dm.paths
+			a := newMirrorArray(t, "ms", "1", members)
+			writer := exec.Command("fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
+				"--ioengine=io_uring", "--iodepth=8", "--direct=1", "--time_based", "--runtime=600")
+			require.NoError(t, writer.Start())
+			st := a.status()
+			require.Eventually(t, func() bool {
+				st = a.status()
+				return st.Regions.Dirty >= st.Regions.Regions*3/4
+			}, slow*2*time.Minute, 50*time.Millisecond)
+			require.NoError(t, writer.Process.Signal(os.Interrupt))
+			_ = writer.Wait() // fio exits 128 after a signal
+			a.kill(a.status().PID)
+			uraid(t, "stop", a.name)
+			dm.setDelay(25 * time.Millisecond)
+			a.dev = strings.TrimSpace(uraid(t, append([]string{"assemble", a.name}, members...)...))
+
+			// The reads begin as the resync does: it keeps to its floor while they run.
+			d := readP99(t, a.dev)
+			st = a.status()
+			require.Equal(t, "resync", st.Sync.Action, "the resync ended during the reads: the figure would mix both")
+			resynced := st.Sync.DoneBytes
+			a.waitSync("resync")
+			b := readP99(t, a.dev)
+			t.Logf("run %d: 4K QD1 read p99 %.0f us during the resync (%d MiB resynced meanwhile), %.0f us after: %.2fx",
+				run, d, resynced>>20, b, d/b)
+			during, after = append(during, d), append(after, b)
+			uraid(t, "stop", a.name)
+		})
+	}
+	if len(during) < runs {
+		t.Fatalf("%d of %d runs measured", len(during), runs)
+	}
+	ratios := make([]float64, runs)
+	for i := range ratios {
+		ratios[i] = during[i] / after[i]
+	}
+	slices.Sort(during)
+	slices.Sort(after)
+	slices.Sort(ratios)
+	t.Logf("p99 during resync: median %.0f us (%.0f-%.0f); after: median %.0f us (%.0f-%.0f); ratio median %.2fx (%.2f-%.2f)",
+		during[runs/2], during[0], during[runs-1], after[runs/2], after[0], after[runs-1], ratios[runs/2], ratios[0], ratios[runs-1])
+}
+
+// readP99 runs 4 KiB random reads at QD1 on dev for a few seconds and returns their p99
+// completion latency in microseconds.
+func readP99(t *testing.T, dev string) float64 {
+	t.Helper()
+	out, err := exec.Command("fio", "--name=lat", "--filename="+dev, "--rw=randread", "--bs=4k",
+		"--ioengine=psync", "--direct=1", "--time_based", "--runtime=5", "--output-format=json").Output()
+	require.NoError(t, err, "%s", out)
+	if i := bytes.IndexByte(out, '{'); i > 0 {
+		out = out[i:]
+	}
+	var res struct {
+		Jobs []struct {
+			Read struct {
+				ClatNs struct {
+					Percentile map[string]float64 `json:"percentile"`
+				} `json:"clat_ns"`
+			} `json:"read"`
+		} `json:"jobs"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res), "%s", out)
+	require.Len(t, res.Jobs, 1)
+	p, ok := res.Jobs[0].Read.ClatNs.Percentile["99.000000"]
+	require.True(t, ok, "%s", out)
+	return p / 1e3
+}
