@@ -169,8 +169,8 @@ func examineLayout(t *testing.T, paths []string) *memberLayout {
 			Layout     string `json:"layout"`
 			ChunkBytes int64  `json:"chunk_bytes"`
 			Index      int    `json:"index"`
-			DataOffset int64  `json:"data_offset"`
-			DataSize   int64  `json:"data_size"`
+			DataOffset int64  `json:"data_offset_bytes"`
+			DataSize   int64  `json:"data_size_bytes"`
 		}
 		out := uraid(t, "examine", "--json", p)
 		require.NoError(t, json.Unmarshal([]byte(out), &e), out)
