@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/internal/uapi"
 	"uraid/daemon"
 	"uraid/discard/simssd"
+	"uraid/internal/uapi"
 	"uraid/mapping"
 )
 
