@@ -85,19 +85,28 @@ func (r *recoveryArray) cleanup() {
 		}
 	}
 	// A quiesced device under the mount would make umount wait for ever: recover it first.
-	if e := daemon.Lookup(context.Background(), r.name); e.Status == nil && e.Device != nil {
-		exec.Command(uraidBin(r.t), "recover", r.name).Run()
-	}
+	recoverIfDead(r.t, r.name)
 	exec.Command("umount", r.mnt).Run()
 	exec.Command(uraidBin(r.t), "stop", r.name).Run()
 }
 
 // status is the array's status from its daemon.
-func (r *recoveryArray) status() daemon.Status {
-	r.t.Helper()
+func (r *recoveryArray) status() daemon.Status { return daemonDetail(r.t, r.name) }
+
+// recoverIfDead takes over the device of name's dead daemon, so that a cleanup's stop can flush
+// and remove it; an array that runs, or left no device, is left as it is.
+func recoverIfDead(t *testing.T, name string) {
+	if e := daemon.Lookup(context.Background(), name); e.Status == nil && e.Device != nil {
+		exec.Command(uraidBin(t), "recover", name).Run()
+	}
+}
+
+// daemonDetail is uraid detail --json of name, with what only the daemon knows.
+func daemonDetail(t *testing.T, name string) daemon.Status {
+	t.Helper()
 	var st daemon.Status
-	out := uraid(r.t, "detail", "--json", r.name)
-	require.NoError(r.t, json.Unmarshal([]byte(out), &st), out)
+	out := uraid(t, "detail", "--json", name)
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	return st
 }
 

@@ -71,19 +71,11 @@ func (a *mirrorArray) cleanup() {
 			a.t.Logf("daemon log of %s:\n%s", a.name, b)
 		}
 	}
-	if e := daemon.Lookup(a.t.Context(), a.name); e.Status == nil && e.Device != nil {
-		exec.Command(uraidBin(a.t), "recover", a.name).Run()
-	}
+	recoverIfDead(a.t, a.name)
 	exec.Command(uraidBin(a.t), "stop", a.name).Run()
 }
 
-func (a *mirrorArray) status() daemon.Status {
-	a.t.Helper()
-	var st daemon.Status
-	out := uraid(a.t, "detail", "--json", a.name)
-	require.NoError(a.t, json.Unmarshal([]byte(out), &st), out)
-	return st
-}
+func (a *mirrorArray) status() daemon.Status { return daemonDetail(a.t, a.name) }
 
 // run runs the CLI on the array and fails the test if it exits non-zero or takes longer than a
 // job that was made inevitable ever could; then the daemon is made to dump its goroutines to
