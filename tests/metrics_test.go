@@ -77,8 +77,7 @@ func TestE2EMetricsAndLeftovers(t *testing.T) {
 	var list []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(uraid(t, "status", "--json")), &list))
 	require.NotEmpty(t, list)
-	var st daemon.Status
-	require.NoError(t, json.Unmarshal([]byte(uraid(t, "detail", "--json", "mx")), &st))
+	st := daemonDetail(t, "mx")
 	assert.Equal(t, daemon.Schema, st.Schema)
 	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return !processAlive(st.PID) }, slow*10*time.Second, 5*time.Millisecond)

@@ -702,9 +702,7 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 			info, err := ublk.Info(uint32FromDev(t, dev))
 			require.NoError(t, err)
 			assert.Equal(t, reissue, info.Flags.Reissue())
-			var ds daemon.Status
-			require.NoError(t, json.Unmarshal([]byte(uraid(t, "detail", "--json", name)), &ds))
-			assert.Equal(t, reissue, ds.Recovery.Reissue)
+			assert.Equal(t, reissue, daemonDetail(t, name).Recovery.Reissue)
 			if !reissue {
 				out, err := uraidCode(t, "restart", name)
 				assert.Equal(t, 1, exitStatus(err), out)
