@@ -2,6 +2,7 @@ package raid
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -103,7 +104,10 @@ func do(t *testing.T, h *ublk.Harness, op ublk.Op, off int64, data []byte) []byt
 func TestArrayDataSurvives(t *testing.T) {
 	for mode, zc := range dataModes {
 		for _, c := range arrayCases {
-			t.Run(mode+"/"+c.String(), func(t *testing.T) { testArrayDataSurvives(t, c, zc) })
+			t.Run(mode+"/"+c.String(), func(t *testing.T) {
+				t.Parallel()
+				testArrayDataSurvives(t, c, zc)
+			})
 		}
 	}
 }
@@ -119,8 +123,8 @@ func testArrayDataSurvives(t *testing.T, c arrayCase, zc bool) {
 		n := (rng.Int64N(harnessMaxIO/512) + 1) * 512
 		off := rng.Int64N((size-n)/512+1) * 512
 		data := make([]byte, n)
-		for i := range data {
-			data[i] = byte(rng.Uint32())
+		for i := 0; i < len(data); i += 8 { // n is a multiple of 512
+			binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
 		}
 		do(t, h, ublk.OpWrite, off, data)
 		copy(model[off:], data)

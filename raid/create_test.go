@@ -175,6 +175,7 @@ func TestCreateRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			o := tt.setup(t, dir)
 			before := snapshot(t, o.Members)

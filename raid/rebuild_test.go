@@ -252,6 +252,7 @@ var rebuildCases = []arrayCase{
 func TestRebuildEveryLayout(t *testing.T) {
 	for _, c := range rebuildCases {
 		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			var paths []string
 			for i := range c.n {
