@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -104,6 +105,11 @@ func removeOrphan(c *control, id uint32) error {
 	if pid := int(ki.UblksrvPID); pid > 0 && processAlive(pid) {
 		return fmt.Errorf("ublk dev %d: %w (pid %d)", id, ErrDaemonAlive, pid)
 	}
+	if ki.State == uapi.UBLK_S_DEV_LIVE {
+		if ki, err = settle(c, id, int(ki.UblksrvPID)); err != nil {
+			return err
+		}
+	}
 	if ki.State != uapi.UBLK_S_DEV_DEAD {
 		// A quiesced device (user recovery) or one whose stop never
 		// ran still has a disk: remove it first, unless it is in use.
@@ -112,6 +118,31 @@ func removeOrphan(c *control, id uint32) error {
 		}
 	}
 	return c.delDev(id)
+}
+
+// releaseWait bounds how long an orphan cleanup waits for the driver to finish with a dead
+// server's device.
+const releaseWait = time.Minute
+
+// settle waits while device id is still live after its server died. The driver acts on a dead
+// server when the server's character device is released, and later drivers (with zero copy or
+// automatic buffer registration) release it from a work item that first waits for io_uring to
+// drop the request buffers the server had registered: until then the device is live, and a stop
+// of ours would race the driver's own stop (or its quiesce, with user recovery) and can wait on
+// it for good, since a stop waits for requests only the driver's release fails. After
+// releaseWait it gives up with an error rather than take that chance.
+func settle(c *control, id uint32, pid int) (uapi.CtrlDevInfo, error) {
+	deadline := time.Now().Add(releaseWait)
+	for {
+		ki, err := c.getDevInfo(id)
+		if err != nil || ki.State != uapi.UBLK_S_DEV_LIVE {
+			return ki, err
+		}
+		if time.Now().After(deadline) {
+			return ki, fmt.Errorf("ublk dev %d: its server (pid %d) is dead but the driver has not released the device after %v; try again later, and if it stays live see the kernel log", id, pid, releaseWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // RemoveOrphans deletes every ublk device whose server is dead and returns
