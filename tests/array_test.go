@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -46,12 +47,21 @@ func uraid(t *testing.T, args ...string) string {
 	return out
 }
 
+// uraidTimeout bounds one CLI call, far above what any takes (stop drains TRIMs for up to five
+// minutes): a hung command fails its test instead of the whole suite's time limit.
+const uraidTimeout = 10 * time.Minute
+
 func uraidCode(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(uraidBin(t), args...)
+	ctx, cancel := context.WithTimeout(context.Background(), uraidTimeout) // cleanups call it too
+	defer cancel()
+	cmd := exec.CommandContext(ctx, uraidBin(t), args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("uraid %s did not finish in %v: %w", strings.Join(args, " "), uraidTimeout, err)
+	}
 	return string(out) + stderr.String(), err
 }
 

@@ -73,6 +73,57 @@ func TestE2EMeasureResyncReadLatency(t *testing.T) {
 		during[runs/2], during[0], during[runs-1], after[runs/2], after[0], after[runs-1], ratios[runs/2], ratios[0], ratios[runs-1])
 }
 
+// TestE2EMeasureRebuildReadLatency measures, and does not judge, what a rebuild costs a user's
+// 4 KiB random reads at QD1: the p99 read latency while a rebuild copies onto a new member,
+// against the same reads on the degraded array just before it began (the same one copy serves
+// them both times), over a raid1 of dm-delay devices filled whole, so that every region is live;
+// writes take 25 ms from the rebuild's start on, so that it surely outlasts the reads (reads are
+// not delayed). It runs only with URAID_MEASURE=1.
+func TestE2EMeasureRebuildReadLatency(t *testing.T) {
+	uraidBin(t)
+	if os.Getenv("URAID_MEASURE") != "1" {
+		t.Skip("a measurement: set URAID_MEASURE=1")
+	}
+	const runs = 3
+	var during, before []float64
+	for run := range runs {
+		t.Run(fmt.Sprint(run), func(t *testing.T) {
+			dm := delayedMembers(t, 3, syncMemberSize) // two for the array, one blank to rebuild onto
+			members := dm.paths[:2]
+			a := newMirrorArray(t, "mb", "1", members)
+			sh(t, "fio", "--name=fill", "--filename="+a.dev, "--rw=write", "--bs=1M", "--ioengine=io_uring",
+				"--iodepth=4", "--direct=1")
+			uraid(t, "fail", a.name, members[1])
+			uraid(t, "remove", a.name, members[1])
+			dm.setDelay(25 * time.Millisecond)
+			b := readP99(t, a.dev)
+			uraid(t, "add", a.name, dm.paths[2])
+			d := readP99(t, a.dev)
+			st := (&rebuildArray{t: t, name: a.name}).status() // detail exits 3 while degraded
+			require.NotNil(t, st.Sync)
+			require.Equal(t, "rebuild", st.Sync.Action, "the rebuild ended during the reads: the figure would mix both")
+			copied := st.Sync.DoneBytes
+			a.waitSync("rebuild")
+			t.Logf("run %d: 4K QD1 read p99 %.0f us during the rebuild (%d MiB copied meanwhile), %.0f us degraded before it: %.2fx",
+				run, d, copied>>20, b, d/b)
+			during, before = append(during, d), append(before, b)
+			uraid(t, "stop", a.name)
+		})
+	}
+	if len(during) < runs {
+		t.Fatalf("%d of %d runs measured", len(during), runs)
+	}
+	ratios := make([]float64, runs)
+	for i := range ratios {
+		ratios[i] = during[i] / before[i]
+	}
+	slices.Sort(during)
+	slices.Sort(before)
+	slices.Sort(ratios)
+	t.Logf("p99 during rebuild: median %.0f us (%.0f-%.0f); degraded before it: median %.0f us (%.0f-%.0f); ratio median %.2fx (%.2f-%.2f)",
+		during[runs/2], during[0], during[runs-1], before[runs/2], before[0], before[runs-1], ratios[runs/2], ratios[0], ratios[runs-1])
+}
+
 // readP99 runs 4 KiB random reads at QD1 on dev for a few seconds and returns their p99
 // completion latency in microseconds.
 func readP99(t *testing.T, dev string) float64 {
