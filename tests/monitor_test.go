@@ -33,9 +33,9 @@ func errorableMembers(t *testing.T, n int, size int64) *errorable {
 	e.loops, _ = memberSet(t, "loop", n, size)
 	for i, loop := range e.loops {
 		name := fmt.Sprintf("uraid-err-%d-%d", os.Getpid(), i)
-		sh(t, "dmsetup", "create", name, "--table", fmt.Sprintf("0 %d linear %s 0", e.sectors, loop))
-		t.Cleanup(func() { exec.Command("dmsetup", "remove", "--retry", name).Run() })
-		blk := strings.TrimSpace(sh(t, "dmsetup", "info", "-c", "--noheadings", "-o", "blkdevname", name))
+		dmsetup(t, "create", name, "--table", fmt.Sprintf("0 %d linear %s 0", e.sectors, loop))
+		t.Cleanup(func() { dmRemove(t, name) })
+		blk := strings.TrimSpace(dmsetup(t, "info", "-c", "--noheadings", "-o", "blkdevname", name))
 		e.paths, e.names = append(e.paths, "/dev/"+blk), append(e.names, name)
 	}
 	return e
@@ -44,9 +44,9 @@ func errorableMembers(t *testing.T, n int, size int64) *errorable {
 // erroring makes member i fail every read and write from now on.
 func (e *errorable) erroring(i int) {
 	e.t.Helper()
-	sh(e.t, "dmsetup", "suspend", e.names[i])
-	sh(e.t, "dmsetup", "reload", e.names[i], "--table", fmt.Sprintf("0 %d error", e.sectors))
-	sh(e.t, "dmsetup", "resume", e.names[i])
+	dmsetup(e.t, "suspend", e.names[i])
+	dmsetup(e.t, "reload", e.names[i], "--table", fmt.Sprintf("0 %d error", e.sectors))
+	dmsetup(e.t, "resume", e.names[i])
 }
 
 // guestModule loads a module of the guest's kernel.

@@ -37,10 +37,10 @@ func newDMMember(t *testing.T, tag string, size int64) *dmMember {
 	}
 	loops, _ := memberSet(t, "loop", 1, size)
 	d := &dmMember{t: t, name: fmt.Sprintf("uraid-rb-%d-%s", os.Getpid(), tag), loop: loops[0], sectors: size >> 9}
-	sh(t, "dmsetup", "create", d.name, "--table", d.linear())
-	t.Cleanup(func() { exec.Command("dmsetup", "remove", "--retry", d.name).Run() })
+	dmsetup(t, "create", d.name, "--table", d.linear())
+	t.Cleanup(func() { dmRemove(t, d.name) })
 	// The guest has no udev to make /dev/mapper links; devtmpfs has the dm-N node.
-	d.path = "/dev/" + strings.TrimSpace(sh(t, "dmsetup", "info", "-c", "--noheadings", "-o", "blkdevname", d.name))
+	d.path = "/dev/" + strings.TrimSpace(dmsetup(t, "info", "-c", "--noheadings", "-o", "blkdevname", d.name))
 	return d
 }
 
@@ -49,9 +49,9 @@ func (d *dmMember) linear() string { return fmt.Sprintf("0 %d linear %s 0", d.se
 // load swaps the device's table; I/O in flight finishes first.
 func (d *dmMember) load(table string) {
 	d.t.Helper()
-	sh(d.t, "dmsetup", "suspend", d.name)
-	sh(d.t, "dmsetup", "reload", d.name, "--table", table)
-	sh(d.t, "dmsetup", "resume", d.name)
+	dmsetup(d.t, "suspend", d.name)
+	dmsetup(d.t, "reload", d.name, "--table", table)
+	dmsetup(d.t, "resume", d.name)
 }
 
 // breakIt makes every read and write of the device fail with EIO.

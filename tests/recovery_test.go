@@ -649,10 +649,10 @@ func delayedMembers(t *testing.T, n int, size int64) *delayed {
 	d.loops, _ = memberSet(t, "loop", n, size)
 	for i := range d.loops {
 		name := fmt.Sprintf("uraid-delay-%d-%d", os.Getpid(), i)
-		sh(t, "dmsetup", "create", name, "--table", d.table(i, 0))
-		t.Cleanup(func() { exec.Command("dmsetup", "remove", "--retry", name).Run() })
+		dmsetup(t, "create", name, "--table", d.table(i, 0))
+		t.Cleanup(func() { dmRemove(t, name) })
 		// The guest has no udev to make /dev/mapper links; devtmpfs has the dm-N node.
-		blk := strings.TrimSpace(sh(t, "dmsetup", "info", "-c", "--noheadings", "-o", "blkdevname", name))
+		blk := strings.TrimSpace(dmsetup(t, "info", "-c", "--noheadings", "-o", "blkdevname", name))
 		d.paths, d.names = append(d.paths, "/dev/"+blk), append(d.names, name)
 	}
 	return d
@@ -668,9 +668,9 @@ func (d *delayed) table(i int, delay time.Duration) string {
 func (d *delayed) setDelay(delay time.Duration) {
 	d.t.Helper()
 	for i, name := range d.names {
-		sh(d.t, "dmsetup", "suspend", name)
-		sh(d.t, "dmsetup", "reload", name, "--table", d.table(i, delay))
-		sh(d.t, "dmsetup", "resume", name)
+		dmsetup(d.t, "suspend", name)
+		dmsetup(d.t, "reload", name, "--table", d.table(i, delay))
+		dmsetup(d.t, "resume", name)
 	}
 }
 
@@ -908,3 +908,52 @@ func TestE2ESupervisedFailureAndRestart(t *testing.T) {
 }
 
 func must2(b []byte, _ error) []byte { return b }
+
+// stallDump arms a watchdog for a step that should take well under after: if the step has not
+// called the returned stop by then, the test logs every process with its state and kernel wait
+// channel, the kernel stacks of every process and of kernel threads in uninterruptible sleep, and
+// the ends of the daemons' logs, so that a hang in the guest says where it is instead of only
+// running into the suite's time limit. It changes nothing: on a merely slow machine the test
+// goes on.
+func stallDump(t *testing.T, what string, after time.Duration) (stop func()) {
+	var mu sync.Mutex
+	done := false
+	timer := time.AfterFunc(after, func() {
+		ps, _ := exec.Command("ps", "-eo", "pid,stat,wchan:32,args").CombinedOutput()
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: no progress after %v\n%s", what, after, ps)
+		for _, line := range strings.Split(string(ps), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 4 {
+				continue
+			}
+			args := strings.Join(f[3:], " ")
+			if !strings.HasPrefix(f[1], "D") && strings.HasPrefix(args, "[") { // kernel threads, unless stuck
+				continue
+			}
+			if stack, err := os.ReadFile("/proc/" + f[0] + "/stack"); err == nil {
+				fmt.Fprintf(&b, "--- %s %s:\n%s", f[0], args, stack)
+			}
+		}
+		logs, _ := filepath.Glob(filepath.Join(filepath.Dir(daemon.LogPath("x")), "*.log"))
+		for _, l := range logs {
+			if data, err := os.ReadFile(l); err == nil {
+				if len(data) > 64<<10 {
+					data = data[len(data)-64<<10:]
+				}
+				fmt.Fprintf(&b, "--- %s (its end):\n%s\n", l, data)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !done { // a test that has ended must not log
+			t.Log(b.String())
+		}
+	})
+	return func() {
+		timer.Stop()
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	}
+}

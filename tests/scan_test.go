@@ -128,6 +128,9 @@ func startUdevd(t *testing.T) {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		// Its control socket would outlive it, and tools that find it (dmsetup) then wait
+		// for a udev that is gone.
+		os.Remove("/run/udev/control")
 	})
 	waitForState(t, "udevd answers", func() bool { return exec.Command("udevadm", "control", "--ping").Run() == nil })
 }

@@ -498,6 +498,7 @@ func TestE2EResyncResumesAfterSecondKill(t *testing.T) {
 	uraidBin(t)
 	for _, lv := range mirrorLevels {
 		t.Run("dm-raid"+lv.level, func(t *testing.T) {
+			defer stallDump(t, t.Name(), slow*30*time.Second)()
 			d := delayedMembers(t, lv.members, syncMemberSize)
 			members := d.paths
 			a := newMirrorArray(t, "rr"+lv.level, lv.level, members)

@@ -48,6 +48,33 @@ func sh(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
+// dmsetup runs dmsetup without udev synchronisation: the guest runs no udev, except while the
+// scan suite runs one of its own, and a dmsetup that believes udev is there waits for good on a
+// cookie no udev will ever release.
+func dmsetup(t *testing.T, args ...string) string {
+	t.Helper()
+	return sh(t, "dmsetup", append([]string{"--noudevsync"}, args...)...)
+}
+
+// dmRemove removes device-mapper device name for a test's cleanup. The device can stay busy for
+// a moment after the array over it stopped; a device left behind would carry its superblock
+// into later tests (an assemble --scan would start its array), so it tries for a while, and says
+// so if it fails.
+func dmRemove(t *testing.T, name string) {
+	deadline := time.Now().Add(slow * 3 * time.Second)
+	for {
+		out, err := exec.Command("dmsetup", "--noudevsync", "remove", "--retry", name).CombinedOutput()
+		if err == nil || strings.Contains(string(out), "No such device") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Logf("dmsetup remove %s: %v: %s", name, err, out)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func allocatedBytes(t *testing.T, path string) int64 {
 	t.Helper()
 	var st unix.Stat_t
