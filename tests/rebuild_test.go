@@ -304,6 +304,9 @@ func rebuildLife(t *testing.T, level string, n int) {
 		assert.Equal(t, want, fileSum(t, p), p)
 	}
 	sh(t, "umount", r.mnt)
+	// Stopped here, not in the cleanup: the devices added above were made after the array and
+	// their cleanups, which run first, could not remove them while it ran.
+	uraid(t, "stop", r.name)
 }
 
 // TestE2EMembershipRefusals: bad input to add and replace is refused with the cause and changes
