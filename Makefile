@@ -74,7 +74,7 @@ BENCH_IDLE = n=$$(pgrep -c qemu-system || true); if [ "$${n:-0}" -gt 0 ] && [ -z
 BENCH_BUSY_FLAG = $(if $(BENCH_ALLOW_BUSY),--allow-busy)
 
 # After the guest suite, on the host: the discard engine's benchmarks, and the region map's cost to
-# 4 KiB random writes at QD32 (target: with the map >= 0.9x without), six interleaved runs for the
+# 4 KiB random writes at QD32 (target: with the map >= 0.9x without), six runs of each for the
 # spread.
 bench: vm-setup bench-build
 	@$(BENCH_IDLE)
