@@ -59,18 +59,7 @@ func TestE2EMeasureResyncReadLatency(t *testing.T) {
 			uraid(t, "stop", a.name)
 		})
 	}
-	if len(during) < runs {
-		t.Fatalf("%d of %d runs measured", len(during), runs)
-	}
-	ratios := make([]float64, runs)
-	for i := range ratios {
-		ratios[i] = during[i] / after[i]
-	}
-	slices.Sort(during)
-	slices.Sort(after)
-	slices.Sort(ratios)
-	t.Logf("p99 during resync: median %.0f us (%.0f-%.0f); after: median %.0f us (%.0f-%.0f); ratio median %.2fx (%.2f-%.2f)",
-		during[runs/2], during[0], during[runs-1], after[runs/2], after[0], after[runs-1], ratios[runs/2], ratios[0], ratios[runs-1])
+	logSpread(t, runs, "during resync", during, "after", after)
 }
 
 // TestE2EMeasureRebuildReadLatency measures, and does not judge, what a rebuild costs a user's
@@ -110,18 +99,29 @@ func TestE2EMeasureRebuildReadLatency(t *testing.T) {
 			uraid(t, "stop", a.name)
 		})
 	}
-	if len(during) < runs {
-		t.Fatalf("%d of %d runs measured", len(during), runs)
+	logSpread(t, runs, "during rebuild", during, "degraded before it", before)
+}
+
+// logSpread reports the median and range of the p99 figures of runs measurements under and
+// without a job, and of their ratios, run by run; it fails the test if a run is missing.
+func logSpread(t *testing.T, runs int, with string, under []float64, without string, base []float64) {
+	t.Helper()
+	if len(under) < runs || len(base) < runs {
+		t.Fatalf("%d of %d runs measured", min(len(under), len(base)), runs)
 	}
 	ratios := make([]float64, runs)
 	for i := range ratios {
-		ratios[i] = during[i] / before[i]
+		ratios[i] = under[i] / base[i]
 	}
-	slices.Sort(during)
-	slices.Sort(before)
-	slices.Sort(ratios)
-	t.Logf("p99 during rebuild: median %.0f us (%.0f-%.0f); degraded before it: median %.0f us (%.0f-%.0f); ratio median %.2fx (%.2f-%.2f)",
-		during[runs/2], during[0], during[runs-1], before[runs/2], before[0], before[runs-1], ratios[runs/2], ratios[0], ratios[runs-1])
+	spread := func(v []float64) (float64, float64, float64) {
+		v = slices.Sorted(slices.Values(v))
+		return v[runs/2], v[0], v[runs-1]
+	}
+	um, ulo, uhi := spread(under)
+	bm, blo, bhi := spread(base)
+	rm, rlo, rhi := spread(ratios)
+	t.Logf("p99 %s: median %.0f us (%.0f-%.0f); %s: median %.0f us (%.0f-%.0f); ratio median %.2fx (%.2f-%.2f)",
+		with, um, ulo, uhi, without, bm, blo, bhi, rm, rlo, rhi)
 }
 
 // readP99 runs 4 KiB random reads at QD1 on dev for a few seconds and returns their p99
