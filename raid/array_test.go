@@ -45,7 +45,7 @@ var arrayCases = []arrayCase{
 
 func createArray(t *testing.T, c arrayCase, mode string) (*Array, []string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := memDir(t)
 	var paths []string
 	for i := range c.n {
 		paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
@@ -149,6 +149,16 @@ func testArrayDataSurvives(t *testing.T, c arrayCase, zc bool) {
 	}
 }
 
+// randomBytes is n bytes of a seeded stream: reproducible, and cheap next to crypto/rand's
+// system calls.
+func randomBytes(n int64, seed uint64) []byte {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8(key).Read(b)
+	return b
+}
+
 func allocated(t *testing.T, paths []string) int64 {
 	var total int64
 	for _, p := range paths {
@@ -165,6 +175,7 @@ func TestArrayDiscard(t *testing.T) {
 	for _, c := range arrayCases {
 		for _, mode := range []string{"sync", "async"} {
 			t.Run(c.String()+"-"+mode, func(t *testing.T) {
+				t.Parallel()
 				a, paths := createArray(t, c, mode)
 				defer a.Close()
 				size := a.Map().Size()
@@ -342,7 +353,7 @@ func TestArrayReadsSpreadOverMirrors(t *testing.T) {
 // so they neither wait behind those TRIMs nor hold them back; once it is done, reads spread again.
 func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	c := arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}
-	dir := t.TempDir()
+	dir := memDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
@@ -429,7 +440,7 @@ func (h *heldTrims) wait(t *testing.T, n int) {
 // pending wait for it without blocking the queue (another request completes meanwhile), then go
 // on through the ring: the write is not undone by the TRIM, and the read sees the trimmed bytes.
 func TestArrayParksAroundTrims(t *testing.T) {
-	dir := t.TempDir()
+	dir := memDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)

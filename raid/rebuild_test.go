@@ -2,7 +2,6 @@ package raid
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,7 +20,7 @@ import (
 
 // newMirrorWith is newMirror with spares.
 func newMirrorWith(t *testing.T, spares int) *mirror {
-	dir := t.TempDir()
+	dir := memDir(t)
 	m := newMirrorIn(t, dir, spares)
 	return m
 }
@@ -44,7 +43,7 @@ func newMirrorIn(t *testing.T, dir string, spares int) *mirror {
 
 // blank makes a blank 16 MiB file.
 func blank(t *testing.T, name string) string {
-	p := filepath.Join(t.TempDir(), name)
+	p := filepath.Join(memDir(t), name)
 	sparseFile(t, filepath.Dir(p), filepath.Base(p), 16*mib)
 	return p
 }
@@ -173,12 +172,12 @@ func TestMembershipRefusals(t *testing.T) {
 	assert.ErrorIs(t, m.a.RemoveMember(m.paths[0]), ErrInService)
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	assert.ErrorIs(t, m.a.FailMember(m.paths[0]), ErrLastCopy)
-	small := filepath.Join(t.TempDir(), "small")
+	small := filepath.Join(memDir(t), "small")
 	sparseFile(t, filepath.Dir(small), "small", 4*mib)
 	_, err := m.a.AddMember(small, false)
 	assert.ErrorIs(t, err, ErrTooSmall)
 
-	other := newMirrorIn(t, t.TempDir(), 0)
+	other := newMirrorIn(t, memDir(t), 0)
 	other.h.Close()
 	require.NoError(t, other.a.MarkClean())
 	require.NoError(t, other.a.Close())
@@ -253,7 +252,7 @@ func TestRebuildEveryLayout(t *testing.T) {
 	for _, c := range rebuildCases {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
+			dir := memDir(t)
 			var paths []string
 			for i := range c.n {
 				paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
@@ -262,21 +261,22 @@ func TestRebuildEveryLayout(t *testing.T) {
 			if err != nil {
 				t.Skipf("layout refused: %v", err)
 			}
-			a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8})
+			// The virtual clock lets each rebuild run at full speed at once rather than at its
+			// floor for the idle wait that follows the writes.
+			a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: newVirtual()})
 			require.NoError(t, err)
 			defer a.Close()
 			require.NoError(t, a.MarkDirty())
 			h := harness(t, a)
 			size := a.m.Size()
-			want := make([]byte, size)
-			_, _ = rand.Read(want)
+			want := randomBytes(size, uint64(c.n))
 			for off := int64(0); off < size; off += harnessMaxIO {
 				do(t, h, ublk.OpWrite, off, want[off:off+harnessMaxIO])
 			}
 			for slot := range c.n {
 				require.NoError(t, a.FailMember(paths[slot]))
 				require.NoError(t, a.RemoveMember(paths[slot]))
-				fresh := filepath.Join(t.TempDir(), "new")
+				fresh := filepath.Join(memDir(t), "new")
 				sparseFile(t, filepath.Dir(fresh), filepath.Base(fresh), 8*mib+int64(a.sb.DataOffset))
 				_, err := a.AddMember(fresh, false)
 				require.NoError(t, err)
@@ -328,7 +328,7 @@ func unreadable(t *testing.T, a *Array, slot int) {
 // instead; with no copy left the rebuild fails, says why, and its member is not put in service.
 func TestRebuildSourceReadError(t *testing.T) {
 	t.Run("another copy", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := memDir(t)
 		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
 		ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 		require.NoError(t, err)
@@ -396,7 +396,7 @@ func startPaced(t *testing.T, a *Array, start, then func()) {
 // TestRebuildReadsTheLeastStalledCopy: with a TRIM in flight on one source copy, the rebuild
 // reads from the other; the region under that TRIM waits for it, then is copied too.
 func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
-	dir := t.TempDir()
+	dir := memDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)

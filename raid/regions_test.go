@@ -38,7 +38,7 @@ func memberMap(t *testing.T, a *Array, paths []string) *region.Map {
 // (no clean stop) the written region needs resync and its reads all come from one copy; a
 // discard covering regions whole leaves them trimmed on disk after a clean stop.
 func TestArrayWriteIntent(t *testing.T) {
-	dir := t.TempDir()
+	dir := memDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
 	require.NoError(t, err)

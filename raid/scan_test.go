@@ -16,7 +16,7 @@ import (
 // holders and partitions as listed.
 func fakeSysBlock(t *testing.T, sizes map[string]int64, holders map[string]string, parts map[string][]string) string {
 	t.Helper()
-	root := t.TempDir()
+	root := memDir(t)
 	write := func(p, v string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(v+"\n"), 0o644))
@@ -53,7 +53,7 @@ func TestBlockCandidates(t *testing.T) {
 // TestReadConfig: paths and globs, comments and blank lines; a relative path is refused with the
 // line it is on; no file names nothing.
 func TestReadConfig(t *testing.T) {
-	dir := t.TempDir()
+	dir := memDir(t)
 	for _, n := range []string{"a0", "a1", "b0"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o600))
 	}
@@ -75,7 +75,7 @@ func TestReadConfig(t *testing.T) {
 // TestScanGroupsByArray: members of two arrays (one name given twice through a symlink), a
 // blank file and an unreadable path: the arrays come out by name with their members, once each.
 func TestScanGroupsByArray(t *testing.T) {
-	dir := t.TempDir()
+	dir := memDir(t)
 	mk := func(name string, n int) []string {
 		var ps []string
 		for i := range n {

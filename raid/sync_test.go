@@ -27,7 +27,7 @@ type mirror struct {
 }
 
 func newMirror(t *testing.T) *mirror {
-	dir := t.TempDir()
+	dir := memDir(t)
 	m := &mirror{t: t, paths: []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}, clk: clock.NewVirtual(time.Unix(0, 0))}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths})
 	require.NoError(t, err)
