@@ -53,6 +53,8 @@ type array struct {
 	sys  System
 	dev  string
 	name string
+	// members are the member devices, in the array's order.
+	members []string
 }
 
 const (
@@ -211,6 +213,7 @@ func (r *Runner) withArray(sys System, drives []Drive, f func(a *array) error) (
 	if err != nil {
 		return fmt.Errorf("%s: %w", sys.Name, err)
 	}
+	a.members = paths(ms)
 	defer func() {
 		if serr := r.stop(a); serr != nil && err == nil {
 			err = serr

@@ -130,9 +130,9 @@ func (g *rig) close() error {
 	return errors.Join(errs...)
 }
 
-// blockStat is a block device's counters from /sys/block/NAME/stat, in
-// bytes.
-type blockStat struct{ read, written, discarded int64 }
+// blockStat is a block device's counters from /sys/block/NAME/stat: bytes
+// read, written and discarded, and the reads and writes completed.
+type blockStat struct{ read, written, discarded, reads, writes int64 }
 
 func statOf(dev string) (blockStat, error) {
 	b, err := os.ReadFile(filepath.Join("/sys/class/block", filepath.Base(dev), "stat"))
@@ -147,26 +147,40 @@ func statOf(dev string) (blockStat, error) {
 }
 
 // parseStat reads the counters of a block device's stat file
-// (Documentation/block/stat.rst): fields 3, 7 and 14, counted from 1, are
-// the sectors read, written and discarded.
+// (Documentation/block/stat.rst): fields 1 and 5, counted from 1, are the
+// reads and writes completed, 3, 7 and 14 the sectors read, written and
+// discarded.
 func parseStat(text string) (blockStat, error) {
 	f := strings.Fields(text)
 	if len(f) < 14 {
 		return blockStat{}, fmt.Errorf("stat: %d fields, want at least 14 (discard counters came in Linux 4.18)", len(f))
 	}
-	var v [3]int64
-	for k, i := range []int{2, 6, 13} {
+	var v [5]int64
+	for k, i := range []int{2, 6, 13, 0, 4} {
 		n, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
 			return blockStat{}, fmt.Errorf("stat field %d: %w", i+1, err)
 		}
-		v[k] = n << 9
+		v[k] = n
 	}
-	return blockStat{read: v[0], written: v[1], discarded: v[2]}, nil
+	return blockStat{read: v[0] << 9, written: v[1] << 9, discarded: v[2] << 9, reads: v[3], writes: v[4]}, nil
 }
 
 func (s blockStat) sub(t blockStat) blockStat {
-	return blockStat{s.read - t.read, s.written - t.written, s.discarded - t.discarded}
+	return blockStat{s.read - t.read, s.written - t.written, s.discarded - t.discarded, s.reads - t.reads, s.writes - t.writes}
+}
+
+// statsOf is statOf of every device.
+func statsOf(devs []string) ([]blockStat, error) {
+	out := make([]blockStat, len(devs))
+	for i, d := range devs {
+		s, err := statOf(d)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // (g) Replacing a member of a RAID10 that carries a filesystem: ext4

@@ -12,8 +12,8 @@ func TestParseStat(t *testing.T) {
 	// A dm device's stat after 8 sectors read, 2048 written and 4096 discarded.
 	s, err := parseStat("       1        0        8        0       16        0     2048       12        0       20       12        2        0     4096        0        0        0\n")
 	require.NoError(t, err)
-	assert.Equal(t, blockStat{read: 8 << 9, written: 2048 << 9, discarded: 4096 << 9}, s)
-	assert.Equal(t, blockStat{written: 1024 << 9}, s.sub(blockStat{read: 8 << 9, written: 1024 << 9, discarded: 4096 << 9}))
+	assert.Equal(t, blockStat{read: 8 << 9, written: 2048 << 9, discarded: 4096 << 9, reads: 1, writes: 16}, s)
+	assert.Equal(t, blockStat{written: 1024 << 9, writes: 6}, s.sub(blockStat{read: 8 << 9, written: 1024 << 9, discarded: 4096 << 9, reads: 1, writes: 10}))
 
 	_, err = parseStat("1 0 8 0 16 0 2048 12 0 20 12")
 	assert.ErrorContains(t, err, "11 fields")

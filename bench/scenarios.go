@@ -276,9 +276,17 @@ func (r *Runner) slowMember() error {
 							trimDone <- trimRes{took, err}
 						}()
 					}
+					before, err := statsOf(a.members)
+					if err != nil {
+						return err
+					}
 					ctx, cancel := fioCtx(rt)
 					res, err := fio(ctx, nil, job{"io", opts})
 					cancel()
+					after, serr := statsOf(a.members)
+					if serr != nil {
+						return serr
+					}
 					if during {
 						tr := <-trimDone
 						if tr.err != nil {
@@ -293,6 +301,18 @@ func (r *Runner) slowMember() error {
 					io := res["io"]
 					r.logf("f %s %s rep %d: read p99 %.0f us %.0f iops, write p99 %.0f us %.0f iops", sys.Name, c, rep,
 						io.Read.p99(), io.Read.IOPS, io.Write.p99(), io.Write.IOPS)
+					// Which copy served the reads: member 0 (the slow one) and
+					// its mirror, member 1, hold the same chunks.
+					var reads, writes []int64
+					for i := range after {
+						d := after[i].sub(before[i])
+						reads, writes = append(reads, d.reads), append(writes, d.writes)
+					}
+					r.logf("f %s %s rep %d: member reads %v, writes %v", sys.Name, c, rep, reads, writes)
+					if pair := reads[0] + reads[1]; pair > 0 {
+						r.add(Result{Scenario: "f-slow-member", Case: c, System: sys.Name, Metric: "slow_read_share", Unit: "%", Better: "lower"},
+							100*float64(reads[0])/float64(pair))
+					}
 					for _, m := range []struct {
 						metric, unit, better string
 						v                    float64
