@@ -59,6 +59,16 @@ func (s *Suite) Merge(later *Suite) {
 	for _, r := range later.Results {
 		redone[r.Scenario] = true
 	}
+	// A scenario measured on another kernel says so: the machine is the
+	// first run's.
+	if k := later.Machine["kernel"]; k != "" && k != s.Machine["kernel"] {
+		if s.Settings == nil {
+			s.Settings = map[string]string{}
+		}
+		for sc := range redone {
+			s.Settings["kernel of "+sc] = k
+		}
+	}
 	kept := s.Results[:0:0]
 	for _, r := range s.Results {
 		if !redone[r.Scenario] {

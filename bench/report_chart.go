@@ -130,6 +130,7 @@ var chartWords = map[string]struct{ title, quantity string }{
 	"f-slow-member/write_p99":       {"(f) 4 KiB write p99, RAID10 with one slow SATA-like member", "write p99"},
 	"f-slow-member/read_iops":       {"(f) 4 KiB reads, RAID10 with one slow SATA-like member", "read IOPS"},
 	"f-slow-member/write_iops":      {"(f) 4 KiB writes, RAID10 with one slow SATA-like member", "write IOPS"},
+	"f-slow-member/slow_read_share": {"(f) the slow member's share of its mirror pair's reads", "share of reads"},
 	"g-rebuild/wall":                {"(g) Replacing a RAID10 member under a 20%-full ext4 (brd)", "time to the end of the rebuild"},
 	"g-rebuild/written":             {"(g) Replacing a RAID10 member: written to the new member", "written"},
 }

@@ -142,8 +142,11 @@ func TestMerge(t *testing.T) {
 	s.Settings = map[string]string{"chunk": "512 KiB"}
 	later := suite(Result{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}})
 	later.Settings = map[string]string{"chunk": "64 KiB", "rebuild (g)": "new"}
+	s.Machine = map[string]string{"kernel": "6.12"}
+	later.Machine = map[string]string{"kernel": "7.3"}
 	s.Merge(later)
-	assert.Equal(t, map[string]string{"chunk": "512 KiB", "rebuild (g)": "new"}, s.Settings)
+	assert.Equal(t, map[string]string{"chunk": "512 KiB", "rebuild (g)": "new", "kernel of d-read-under-discard": "7.3"}, s.Settings)
+	assert.Equal(t, "6.12", s.Machine["kernel"])
 	assert.Equal(t, []Result{
 		{Scenario: "c-fstrim", System: "md-raid0", Values: []float64{1}, Median: 1},
 		{Scenario: "d-read-under-discard", Case: "alone", System: "md-raid0", Values: []float64{4}, Median: 4},

@@ -280,3 +280,46 @@ func BenchmarkOneSlowMember(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmit is what the engine costs a read and a write of a mirror
+// pair with no discard pending: BeginRead/EndRead and BeginWrite/EndWrite,
+// member 0 an ordinary drive or one whose TRIMs stall I/O (YieldToIO, as
+// --trim-exclusive makes it). The two should cost the same: the I/O gate of
+// an exclusive member is two atomic adds while it has no TRIM to do.
+func BenchmarkAdmit(b *testing.B) {
+	for _, yield := range []bool{false, true} {
+		name := "plain"
+		if yield {
+			name = "exclusive"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := benchEngine(b, Config{Mode: Async, Members: []Member{
+				{Issuer: sim(benchDev(b, simssd.Config{})), InFlight: InFlightSATA, YieldToIO: yield},
+				{Issuer: sim(benchDev(b, simssd.Config{}))},
+			}})
+			r := &Read{}
+			w := &Write{Ranges: make([]Range, 2)}
+			picks := [2]int{}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				off := int64(i%1024) << 12
+				r.Reset()
+				r.Add(Range{Member: 0, Off: off, Len: 4096}, Range{Member: 1, Off: off, Len: 4096})
+				if !e.BeginRead(r, uint32(i)) {
+					b.Fatal("a read parked with no discard pending")
+				}
+				picks[r.Pieces[0].Pick().Member]++
+				e.EndRead(r, 0)
+				w.Ranges[0] = Range{Member: 0, Off: off, Len: 4096}
+				w.Ranges[1] = Range{Member: 1, Off: off, Len: 4096}
+				if !e.BeginWrite(w) {
+					b.Fatal("a write parked with no discard pending")
+				}
+				e.EndWrite(w, 0)
+				e.EndWrite(w, 1)
+			}
+			// Reads alternate between the copies when both are idle.
+			b.ReportMetric(100*float64(picks[0])/float64(max(picks[0]+picks[1], 1)), "%reads-member0")
+		})
+	}
+}
