@@ -93,7 +93,9 @@ func partsMap(parts []Part[int]) map[int]int64 {
 }
 
 func (m *planModel) checkInvariants(t *rapid.T) {
-	require.NoError(t, m.q.check())
+	if err := m.q.check(); err != nil {
+		t.Fatal(err)
+	}
 	var union uint64
 	perTag := map[int]int64{}
 	// Plain comparisons in the loop: this runs after every step, and require's caller lookup
@@ -123,6 +125,16 @@ func (m *planModel) checkInvariants(t *rapid.T) {
 		t.Fatalf("%d pieces in flight, the model has %d", got, len(m.flights))
 	}
 }
+
+// fast hides rapid.T's Helper from testify, which calls it on every
+// assertion: its caller lookup was half of TestQueueModel's time. Failures
+// still say where (testify's own trace) and after which steps (rapid's log).
+func fast(t *rapid.T) require.TestingT { return noHelper{t} }
+
+type noHelper struct{ t *rapid.T }
+
+func (n noHelper) Errorf(format string, args ...any) { n.t.Errorf(format, args...) }
+func (n noHelper) FailNow()                          { n.t.FailNow() }
 
 func TestQueueModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -162,11 +174,11 @@ func TestQueueModel(t *testing.T) {
 					off, n := rng(t)
 					want = span(off, n)
 					ok = m.q.PopOverlapping(off, n, &issue)
-					require.Equal(t, pending&want != 0, ok)
+					require.Equal(fast(t), pending&want != 0, ok)
 
 				} else {
 					ok = m.q.Pop(&issue)
-					require.Equal(t, pending != 0, ok)
+					require.Equal(fast(t), pending != 0, ok)
 					if m.tagged && ok {
 						// Without merged pieces the oldest push is served first.
 						oldest := -1
@@ -181,19 +193,19 @@ func TestQueueModel(t *testing.T) {
 				if !ok {
 					return
 				}
-				require.Positive(t, issue.Len)
-				require.LessOrEqual(t, issue.Len, m.maxLen, "TRIM longer than the limit")
-				require.GreaterOrEqual(t, issue.Off, int64(0))
-				require.LessOrEqual(t, issue.Off+issue.Len, int64(64))
-				require.Zero(t, issue.Off%m.gran, "TRIM start off the granularity")
-				require.Zero(t, issue.Len%m.gran, "TRIM length off the granularity")
+				require.Positive(fast(t), issue.Len)
+				require.LessOrEqual(fast(t), issue.Len, m.maxLen, "TRIM longer than the limit")
+				require.GreaterOrEqual(fast(t), issue.Off, int64(0))
+				require.LessOrEqual(fast(t), issue.Off+issue.Len, int64(64))
+				require.Zero(fast(t), issue.Off%m.gran, "TRIM start off the granularity")
+				require.Zero(fast(t), issue.Len%m.gran, "TRIM length off the granularity")
 				w := span(issue.Off, issue.Len)
-				require.Equal(t, w, w&pending, "TRIM [%d,+%d) covers bytes nobody asked to discard", issue.Off, issue.Len)
+				require.Equal(fast(t), w, w&pending, "TRIM [%d,+%d) covers bytes nobody asked to discard", issue.Off, issue.Len)
 				if want != 0 {
-					require.NotZero(t, want&w&pending, "the TRIM skips the piece it was chosen for")
+					require.NotZero(fast(t), want&w&pending, "the TRIM skips the piece it was chosen for")
 				}
 				parts, seq := m.settle(w)
-				require.Equal(t, parts, partsMap(issue.Parts))
+				require.Equal(fast(t), parts, partsMap(issue.Parts))
 				for tag, n := range parts {
 					m.settled[tag] += n
 				}
@@ -201,11 +213,11 @@ func TestQueueModel(t *testing.T) {
 			},
 			"finish": func(t *rapid.T) {
 				if len(m.flights) == 0 {
-					require.False(t, m.q.Finish(12345))
+					require.False(fast(t), m.q.Finish(12345))
 					return
 				}
 				i := rapid.IntRange(0, len(m.flights)-1).Draw(t, "flight")
-				require.True(t, m.q.Finish(m.flights[i].id))
+				require.True(fast(t), m.q.Finish(m.flights[i].id))
 				m.flights = append(m.flights[:i], m.flights[i+1:]...)
 			},
 			"cancel": func(t *rapid.T) {
@@ -217,9 +229,9 @@ func TestQueueModel(t *testing.T) {
 				before := m.q.Cancelled()
 				got, bytes := m.q.Cancel(off, n, nil)
 				parts, _ := m.settle(c)
-				require.Equal(t, union, bytes, "cancelled bytes")
-				require.Equal(t, before+union, m.q.Cancelled())
-				require.Equal(t, parts, partsMap(got))
+				require.Equal(fast(t), union, bytes, "cancelled bytes")
+				require.Equal(fast(t), before+union, m.q.Cancelled())
+				require.Equal(fast(t), parts, partsMap(got))
 				for tag, n := range parts {
 					m.settled[tag] += n
 				}
@@ -227,8 +239,8 @@ func TestQueueModel(t *testing.T) {
 			"overlaps": func(t *rapid.T) {
 				off, n := rng(t)
 				r := span(off, n)
-				require.Equal(t, m.flightUnion()&r != 0, m.q.OverlapsInFlight(off, n))
-				require.Equal(t, (m.flightUnion()|m.pendingUnion())&r != 0, m.q.Overlaps(off, n))
+				require.Equal(fast(t), m.flightUnion()&r != 0, m.q.OverlapsInFlight(off, n))
+				require.Equal(fast(t), (m.flightUnion()|m.pendingUnion())&r != 0, m.q.Overlaps(off, n))
 			},
 			"oldest": func(t *rapid.T) {
 				var want uint64
@@ -243,9 +255,9 @@ func TestQueueModel(t *testing.T) {
 					}
 				}
 				got, ok := m.q.Oldest()
-				require.Equal(t, want != 0, ok)
+				require.Equal(fast(t), want != 0, ok)
 				if ok {
-					require.LessOrEqual(t, got, want, "a drain could stop before an older discard is done")
+					require.LessOrEqual(fast(t), got, want, "a drain could stop before an older discard is done")
 				}
 			},
 			"drop": func(t *rapid.T) {
@@ -253,7 +265,7 @@ func TestQueueModel(t *testing.T) {
 					return
 				}
 				parts, _ := m.settle(^uint64(0))
-				require.Equal(t, parts, partsMap(m.q.Drop(nil)))
+				require.Equal(fast(t), parts, partsMap(m.q.Drop(nil)))
 				for tag, n := range parts {
 					m.settled[tag] += n
 				}
@@ -264,13 +276,13 @@ func TestQueueModel(t *testing.T) {
 		// been reported exactly once.
 		for m.q.Pop(&issue) {
 			parts, _ := m.settle(span(issue.Off, issue.Len))
-			require.Equal(t, parts, partsMap(issue.Parts))
+			require.Equal(fast(t), parts, partsMap(issue.Parts))
 			for tag, n := range parts {
 				m.settled[tag] += n
 			}
 		}
-		require.Equal(t, m.expected, m.settled)
-		require.Zero(t, m.q.PendingBytes())
+		require.Equal(fast(t), m.expected, m.settled)
+		require.Zero(fast(t), m.q.PendingBytes())
 	})
 }
 
