@@ -4,21 +4,14 @@
 # half for 12 s alone and 12 s beside 20 1 MiB discards a second over the
 # second half; md first, then uraid --discard async with the daemon's CPU
 # profile. Prints read p99 and IOPS, each process's CPU time and the profile
-# as base64 (decode as bench/profile.sh says). Run it with
+# as base64 (decode as bench/profile-lib.sh says). Run it with
 #   tests/vm/vm run -m 3072 -- bench/profile-d.sh
 # after make bench-build.
-set -euo pipefail
 command -v jq >/dev/null || { echo "profile-d.sh: needs jq (apt-get install jq)" >&2; exit 2; }
-tests/vm/vm modprobe raid10
-export URAID_RUN_DIR=/run/uraid HOME=/tmp
-B=build
+. bench/profile-lib.sh
 secs=12
-members=()
-for i in 0 1 2 3; do
-	$B/simssd --size 256M --seed $((i+1)) --trim-latency 2ms --b2b-latency 20ms --b2b-window 5ms --max-discard 32M >/tmp/m$i 2>/dev/null &
-done
-for i in 0 1 2 3; do until [ -s /tmp/m$i ]; do sleep 0.1; done; members+=("$(cat /tmp/m$i)"); done
-cpu() { ps -eo comm,time --sort=-time | awk 'NR == 1 || /simssd|uraid|fio|md[0-9_]|kworker|iou/' | head -12; }
+typical="--trim-latency 2ms --b2b-latency 20ms --b2b-window 5ms --max-discard 32M"
+start_members "$typical" "$typical" "$typical" "$typical"
 run() {
 	for trim in 0 1; do
 		extra=()
@@ -28,20 +21,13 @@ run() {
 	done
 }
 echo "== md raid10"
-mdadm --create /dev/md/prof --run --assume-clean --level=10 --raid-devices=4 --chunk=512 --metadata=1.2 "${members[@]}" 2>/dev/null
-run "$(readlink -f /dev/md/prof)"
+run "$(md_create)"
 cpu
-mdadm --stop /dev/md/prof 2>/dev/null
-mdadm --zero-superblock "${members[@]}"
+md_remove
 echo "== uraid raid10 async"
 dev=$(URAID_CPUPROFILE=/tmp/uraid.prof URAID_CPUPROFILE_SECONDS=$((2*secs + 8)) \
 	$B/uraid create prof --level 10 --chunk 512K --discard async --force "${members[@]}")
 run "$dev"
 cpu
 sleep 6
-echo "=== profile begin"
-base64 /tmp/uraid.prof.*
-echo "=== profile end"
-$B/uraid stop prof
-kill %1 %2 %3 %4 2>/dev/null || true
-wait
+finish

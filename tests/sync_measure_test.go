@@ -14,16 +14,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// needMeasure skips a measurement unless URAID_MEASURE=1 asks for it: its timings mean
+// something only on a quiet host, and it takes minutes.
+func needMeasure(t *testing.T) {
+	t.Helper()
+	uraidBin(t)
+	if os.Getenv("URAID_MEASURE") != "1" {
+		t.Skip("a measurement: set URAID_MEASURE=1")
+	}
+}
+
 // TestE2EMeasureResyncReadLatency measures, and does not judge (timings in a shared guest say
 // little), what a resync costs a user's 4 KiB random reads at QD1: the p99 read latency while a
 // resync runs, against the same reads once it is done, over a raid1 of two dm-delay devices on
 // loop devices (writes take 25 ms once the resync is due, so that it surely outlasts the reads;
 // reads are not delayed), in several runs. It runs only with URAID_MEASURE=1.
 func TestE2EMeasureResyncReadLatency(t *testing.T) {
-	uraidBin(t)
-	if os.Getenv("URAID_MEASURE") != "1" {
-		t.Skip("a measurement: set URAID_MEASURE=1")
-	}
+	needMeasure(t)
 	const runs = 3
 	var during, after []float64
 	for run := range runs {
@@ -69,10 +76,7 @@ func TestE2EMeasureResyncReadLatency(t *testing.T) {
 // writes take 25 ms from the rebuild's start on, so that it surely outlasts the reads (reads are
 // not delayed). It runs only with URAID_MEASURE=1.
 func TestE2EMeasureRebuildReadLatency(t *testing.T) {
-	uraidBin(t)
-	if os.Getenv("URAID_MEASURE") != "1" {
-		t.Skip("a measurement: set URAID_MEASURE=1")
-	}
+	needMeasure(t)
 	const runs = 3
 	var during, before []float64
 	for run := range runs {
