@@ -139,6 +139,10 @@ const (
 // Per-opcode flags (the rw_flags union of the SQE).
 const (
 	IORING_URING_CMD_FIXED = 1 << 0
+	// A URING_CMD that completes many times (IORING_CQE_F_MORE on all
+	// but its last CQE), each time into a buffer it selects from a
+	// provided-buffer ring (IOSQE_BUFFER_SELECT, SQE.BufIndex the group).
+	IORING_URING_CMD_MULTISHOT = 1 << 1
 	IORING_FSYNC_DATASYNC  = 1 << 0
 
 	IORING_TIMEOUT_ABS           = 1 << 0
@@ -254,6 +258,38 @@ type RsrcRegister struct {
 	Tags uint64
 }
 
+// Flags of BufReg.
+const (
+	IOU_PBUF_RING_MMAP = 1 // the kernel allocates the ring (mmap it at IORING_OFF_PBUF_RING)
+	IOU_PBUF_RING_INC  = 2 // buffers are consumed a part at a time
+)
+
+// BufReg is struct io_uring_buf_reg (io_uring.h), the argument of
+// IORING_REGISTER_PBUF_RING: RingEntries Buf slots (a power of two) at the
+// page-aligned RingAddr make provided-buffer group Bgid. 6.12 calls the
+// last 24 bytes resv[3]; later kernels use their first 4 as min_left, which
+// zero leaves unset.
+type BufReg struct {
+	RingAddr    uint64
+	RingEntries uint32
+	Bgid        uint16
+	Flags       uint16
+	Resv        [3]uint64
+}
+
+// Buf is struct io_uring_buf (io_uring.h): one slot of a provided-buffer
+// ring. The ring's tail (u16) overlays Resv of slot 0, at byte 14.
+type Buf struct {
+	Addr uint64
+	Len  uint32
+	Bid  uint16
+	Resv uint16
+}
+
+// BufRingTailOffset is the byte offset of the tail in a provided-buffer
+// ring (struct io_uring_buf_ring).
+const BufRingTailOffset = 14
+
 // SQE is struct io_uring_sqe (io_uring.h), 64 bytes. The C unions are
 // flattened to their first member; accessors below reach the others.
 type SQE struct {
@@ -295,6 +331,10 @@ func (s *SQE) SetCmdOp(op uint32) {
 // IOCmd returns the ublk I/O command payload at offset 48, which fits in a
 // 64-byte SQE.
 func (s *SQE) IOCmd() *IOCmd { return (*IOCmd)(unsafe.Pointer(&s.Addr3)) }
+
+// BatchCmd returns the ublk batch command payload at offset 48, in place
+// of IOCmd.
+func (s *SQE) BatchCmd() *BatchIO { return (*BatchIO)(unsafe.Pointer(&s.Addr3)) }
 
 // SQE128 is a slot of a ring set up with IORING_SETUP_SQE128: an SQE
 // followed by 64 more bytes, so that the command area runs 80 bytes from

@@ -45,6 +45,10 @@ func layouts() []layout {
 		ga   GeteventsArg
 		ab   AutoBufReg
 		rr   RsrcRegister
+		bio  BatchIO
+		beh  BatchElemHeader
+		br   BufReg
+		buf  Buf
 	)
 	return []layout{
 		{"ublksrv_ctrl_cmd", unsafe.Sizeof(cc), 32, []field{
@@ -197,6 +201,33 @@ func layouts() []layout {
 			{"data", unsafe.Offsetof(rr.Data), 16},
 			{"tags", unsafe.Offsetof(rr.Tags), 24},
 		}},
+		{"ublk_batch_io", unsafe.Sizeof(bio), 16, []field{
+			{"q_id", unsafe.Offsetof(bio.QID), 0},
+			{"flags", unsafe.Offsetof(bio.Flags), 2},
+			{"nr_elem", unsafe.Offsetof(bio.NrElem), 4},
+			{"elem_bytes", unsafe.Offsetof(bio.ElemBytes), 6},
+			{"reserved", unsafe.Offsetof(bio.Reserved), 7},
+			{"reserved2", unsafe.Offsetof(bio.Reserved2), 8},
+		}},
+		{"ublk_elem_header", unsafe.Sizeof(beh), 8, []field{
+			{"tag", unsafe.Offsetof(beh.Tag), 0},
+			{"buf_index", unsafe.Offsetof(beh.BufIndex), 2},
+			{"result", unsafe.Offsetof(beh.Result), 4},
+		}},
+		{"io_uring_buf_reg", unsafe.Sizeof(br), 40, []field{
+			{"ring_addr", unsafe.Offsetof(br.RingAddr), 0},
+			{"ring_entries", unsafe.Offsetof(br.RingEntries), 8},
+			{"bgid", unsafe.Offsetof(br.Bgid), 12},
+			// "flags" since 6.3, "pad" before: its offset is checked here
+			// only, against the C header of 6.12.
+			{"(flags)", unsafe.Offsetof(br.Flags), 14},
+		}},
+		{"io_uring_buf", unsafe.Sizeof(buf), 16, []field{
+			{"addr", unsafe.Offsetof(buf.Addr), 0},
+			{"len", unsafe.Offsetof(buf.Len), 8},
+			{"bid", unsafe.Offsetof(buf.Bid), 12},
+			{"resv", unsafe.Offsetof(buf.Resv), 14},
+		}},
 		{"io_uring_getevents_arg", unsafe.Sizeof(ga), 24, []field{
 			{"sigmask", unsafe.Offsetof(ga.Sigmask), 0},
 			{"sigmask_sz", unsafe.Offsetof(ga.SigmaskSz), 8},
@@ -248,6 +279,9 @@ func TestIoctlEncodedCommands(t *testing.T) {
 		{"UBLK_U_IO_NEED_GET_DATA", UBLK_U_IO_NEED_GET_DATA, iowr(UBLK_IO_NEED_GET_DATA, io)},
 		{"UBLK_U_IO_REGISTER_IO_BUF", UBLK_U_IO_REGISTER_IO_BUF, iowr(0x23, io)},
 		{"UBLK_U_IO_UNREGISTER_IO_BUF", UBLK_U_IO_UNREGISTER_IO_BUF, iowr(0x24, io)},
+		{"UBLK_U_IO_PREP_IO_CMDS", UBLK_U_IO_PREP_IO_CMDS, iowr(0x25, uint32(unsafe.Sizeof(BatchIO{})))},
+		{"UBLK_U_IO_COMMIT_IO_CMDS", UBLK_U_IO_COMMIT_IO_CMDS, iowr(0x26, uint32(unsafe.Sizeof(BatchIO{})))},
+		{"UBLK_U_IO_FETCH_IO_CMDS", UBLK_U_IO_FETCH_IO_CMDS, iowr(0x27, uint32(unsafe.Sizeof(BatchIO{})))},
 		{"BLOCK_URING_CMD_DISCARD", BLOCK_URING_CMD_DISCARD, ioc(_IOC_NONE, 0x12, 0, 0)},
 	}
 	for _, tt := range tests {

@@ -60,6 +60,26 @@ const (
 	// Added after 6.12 (zero copy by buffer registration).
 	UBLK_U_IO_REGISTER_IO_BUF   = 0xC0107523 // _IOWR('u', 0x23, ublksrv_io_cmd)
 	UBLK_U_IO_UNREGISTER_IO_BUF = 0xC0107524 // _IOWR('u', 0x24, ublksrv_io_cmd)
+
+	// With UBLK_F_BATCH_IO (in place of FETCH_REQ and COMMIT_AND_FETCH_REQ),
+	// with a BatchIO payload of the same size: PREP hands the driver every
+	// tag of a queue once, FETCH (multishot, with a provided-buffer ring)
+	// delivers the tags of new requests as arrays of u16, COMMIT completes
+	// many requests at once. PREP and COMMIT read an array of
+	// BatchElemHeader (each followed by a buffer address with
+	// UBLK_BATCH_F_HAS_BUF_ADDR) at the SQE's addr.
+	UBLK_U_IO_PREP_IO_CMDS   = 0xC0107525 // _IOWR('u', 0x25, ublk_batch_io)
+	UBLK_U_IO_COMMIT_IO_CMDS = 0xC0107526 // _IOWR('u', 0x26, ublk_batch_io)
+	UBLK_U_IO_FETCH_IO_CMDS  = 0xC0107527 // _IOWR('u', 0x27, ublk_batch_io)
+)
+
+// Flags of BatchIO: what follows each element's header. HAS_BUF_ADDR is for
+// devices the driver copies data to and from (no zero copy);
+// AUTO_BUF_REG_FALLBACK is UBLK_AUTO_BUF_REG_FALLBACK for every element.
+const (
+	UBLK_BATCH_F_HAS_ZONE_LBA          = 1 << 0
+	UBLK_BATCH_F_HAS_BUF_ADDR          = 1 << 1
+	UBLK_BATCH_F_AUTO_BUF_REG_FALLBACK = 1 << 2
 )
 
 // UBLK_FEATURES_LEN is the exact CtrlCmd.Len of UBLK_U_CMD_GET_FEATURES: the
@@ -331,6 +351,29 @@ type AutoBufReg struct {
 // index in bits 0-15, flags 16-23, reserved0 24-31, reserved1 32-63.
 func (r AutoBufReg) SQEAddr() uint64 {
 	return uint64(r.Index) | uint64(r.Flags)<<16 | uint64(r.Reserved0)<<24 | uint64(r.Reserved1)<<32
+}
+
+// BatchIO is struct ublk_batch_io (ublk_cmd.h, 6.19): the payload of the
+// batch I/O commands, at SQE offset 48. NrElem elements of ElemBytes each
+// (8, or 16 with UBLK_BATCH_F_HAS_BUF_ADDR) sit at the SQE's addr for PREP
+// and COMMIT; FETCH takes ElemBytes 2 and Flags 0.
+type BatchIO struct {
+	QID       uint16
+	Flags     uint16
+	NrElem    uint16
+	ElemBytes uint8
+	Reserved  uint8
+	Reserved2 uint64
+}
+
+// BatchElemHeader is struct ublk_elem_header (ublk_cmd.h, 6.19): one tag of
+// a PREP or COMMIT. BufIndex is where, with UBLK_F_AUTO_BUF_REG, the driver
+// registers the tag's next request; Result is the request's outcome
+// (COMMIT only), as IOCmd.Result.
+type BatchElemHeader struct {
+	Tag      uint16
+	BufIndex uint16
+	Result   int32
 }
 
 // ParamBasic is struct ublk_param_basic (ublk_cmd.h).
