@@ -143,7 +143,7 @@ const (
 	// but its last CQE), each time into a buffer it selects from a
 	// provided-buffer ring (IOSQE_BUFFER_SELECT, SQE.BufIndex the group).
 	IORING_URING_CMD_MULTISHOT = 1 << 1
-	IORING_FSYNC_DATASYNC  = 1 << 0
+	IORING_FSYNC_DATASYNC      = 1 << 0
 
 	IORING_TIMEOUT_ABS           = 1 << 0
 	IORING_TIMEOUT_UPDATE        = 1 << 1
