@@ -22,6 +22,8 @@ type System struct {
 	// ZeroCopy is uraid's URAID_ZERO_COPY ("" for the default: zero copy
 	// where the kernel has it).
 	ZeroCopy string
+	// BatchIO is uraid's URAID_BATCH_IO ("" for the default).
+	BatchIO string
 }
 
 func mdSystem(level mapping.Level) System {
@@ -83,7 +85,10 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 	}
 	var env []string
 	if sys.ZeroCopy != "" {
-		env = []string{daemon.ZeroCopyEnv + "=" + sys.ZeroCopy}
+		env = append(env, daemon.ZeroCopyEnv+"="+sys.ZeroCopy)
+	}
+	if sys.BatchIO != "" {
+		env = append(env, daemon.BatchIOEnv+"="+sys.BatchIO)
 	}
 	out, err := runEnv(ctx, env, r.cfg.URaid, createArgs(sys, members, drives)...)
 	if err != nil {

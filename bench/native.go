@@ -31,14 +31,21 @@ var ErrBusy = errors.New("bench: the guest's CPU speed moved between repetitions
 // -reps says: fewer give no spread worth the name.
 func (r *Runner) minNativeReps() int { return r.scale(5, 3) }
 
-// nativeSystems are md and uraid for each level, and where the kernel lends
-// uraid the request's pages, uraid forced to copy as well: the gap between
-// the two is what zero copy buys.
+// nativeSystems are md and uraid for each level; where the kernel lends
+// uraid the request's pages, uraid forced to copy as well (the gap between
+// the two is what zero copy buys); and where it has the batch I/O commands,
+// uraid with one command per request instead (what batching buys).
 func (r *Runner) nativeSystems(level mapping.Level) []System {
 	s := []System{mdSystem(level), uraidSystem(level, "sync")}
-	if f, err := ublk.Features(); err == nil && f&(uapi.UBLK_F_AUTO_BUF_REG|uapi.UBLK_F_SUPPORT_ZERO_COPY) != 0 {
+	f, err := ublk.Features()
+	if err == nil && f&(uapi.UBLK_F_AUTO_BUF_REG|uapi.UBLK_F_SUPPORT_ZERO_COPY) != 0 {
 		c := uraidSystem(level, "sync")
 		c.Name, c.ZeroCopy = "uraid-"+level.String()+"-copy", "off"
+		s = append(s, c)
+	}
+	if err == nil && f&uapi.UBLK_F_BATCH_IO != 0 {
+		c := uraidSystem(level, "sync")
+		c.Name, c.BatchIO = "uraid-"+level.String()+"-pertag", "off"
 		s = append(s, c)
 	}
 	return s

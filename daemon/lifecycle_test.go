@@ -79,6 +79,7 @@ func (d *fakeDevice) Err() error                    { return d.err }
 func (d *fakeDevice) Path() string                  { return "/dev/ublkb5" }
 func (d *fakeDevice) Flags() ublk.Flags             { return d.flags }
 func (d *fakeDevice) ZeroCopy() ublk.ZeroCopyStatus { return ublk.ZeroCopyStatus{Mode: "copy"} }
+func (d *fakeDevice) BatchIO() ublk.BatchIOStatus   { return ublk.BatchIOStatus{Reason: "fake"} }
 
 // lifecycle is a served array over member files with a fake device, its loop running.
 type lifecycle struct {

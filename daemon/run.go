@@ -78,6 +78,7 @@ type device interface {
 	Path() string
 	Flags() ublk.Flags
 	ZeroCopy() ublk.ZeroCopyStatus
+	BatchIO() ublk.BatchIOStatus
 }
 
 // Run serves a, just created or assembled, as a new ublk device until it is stopped (SIGTERM,
@@ -285,6 +286,10 @@ func newRecord(a *raid.Array, cfg Config) *Record {
 // tests and for measuring the copy against zero copy.
 const ZeroCopyEnv = "URAID_ZERO_COPY"
 
+// BatchIOEnv chooses whether the daemon uses the batch I/O commands (auto or off; see
+// ublk.BatchIO), for tests and for measuring one against the other.
+const BatchIOEnv = "URAID_BATCH_IO"
+
 func zeroCopyOption() (ublk.ZeroCopy, error) {
 	zc, err := ublk.ParseZeroCopy(os.Getenv(ZeroCopyEnv))
 	if err != nil {
@@ -294,13 +299,17 @@ func zeroCopyOption() (ublk.ZeroCopy, error) {
 }
 
 // deviceOptions asks for user recovery, with reissue, wherever the driver has them, and the
-// zero-copy mode URAID_ZERO_COPY chooses.
+// zero-copy mode URAID_ZERO_COPY and the batch I/O choice URAID_BATCH_IO make.
 func deviceOptions(o raid.Options) (ublk.Options, error) {
 	zc, err := zeroCopyOption()
 	if err != nil {
 		return ublk.Options{}, err
 	}
-	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth, ZeroCopy: zc}
+	bio, err := ublk.ParseBatchIO(os.Getenv(BatchIOEnv))
+	if err != nil {
+		return ublk.Options{}, fmt.Errorf("%s: %w", BatchIOEnv, err)
+	}
+	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth, ZeroCopy: zc, BatchIO: bio}
 	bits, err := ublk.Features()
 	if err != nil {
 		return uo, err
@@ -571,6 +580,8 @@ func (s *served) status() Status {
 	}
 	zc := s.dev.ZeroCopy()
 	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
+	bio := s.dev.BatchIO()
+	st.BatchIO, st.BatchIOReason = bio.On, bio.Reason
 	st.Recovery = RecoveryStatus{Enabled: s.flags.UserRecovery(), Reissue: s.flags.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
 	return st
 }

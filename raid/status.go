@@ -54,6 +54,11 @@ type Status struct {
 	ZeroCopyMode    string `json:"zero_copy_mode,omitempty"`
 	ZeroCopyReason  string `json:"zero_copy_reason,omitempty"`
 	CopyBufferBytes int64  `json:"copy_buffer_bytes"`
+	// BatchIO is true when the device's queues take and complete requests with the batch I/O
+	// commands (UBLK_F_BATCH_IO: many requests per command) rather than one command per
+	// request; BatchIOReason says why not. Filled in like ZeroCopy.
+	BatchIO       bool   `json:"batch_io"`
+	BatchIOReason string `json:"batch_io_reason,omitempty"`
 
 	// ReadLatency, WriteLatency and DiscardLatency time the requests the kernel sent, from
 	// arrival to completion, for the metrics; not in the JSON, whose readers have the metrics.

@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,11 +38,13 @@ type ublkServer struct {
 	Path string // /dev/ublkbID
 	// ZeroCopy is how the device moves data, as the server reported it.
 	ZeroCopy ublk.ZeroCopyStatus
-	lines    chan string
-	done     chan struct{} // closed when the process has been reaped
-	mu       sync.Mutex
-	err      error // exit status, after done
-	stderr   strings.Builder
+	// BatchIO is whether it uses the batch I/O commands, likewise.
+	BatchIO ublk.BatchIOStatus
+	lines   chan string
+	done    chan struct{} // closed when the process has been reaped
+	mu      sync.Mutex
+	err     error // exit status, after done
+	stderr  strings.Builder
 }
 
 // slow scales timeouts: the guest runs under TCG, and the race detector
@@ -98,7 +101,9 @@ func startUblkServer(t testing.TB, file string, flags ...string) *ublkServer {
 	if err != nil {
 		t.Fatalf("ublk server: bad ready line %q", line)
 	}
-	if err := json.Unmarshal([]byte(f[2]), &s.ZeroCopy); err != nil {
+	// Two JSON values, whose strings may hold spaces.
+	dec := json.NewDecoder(strings.NewReader(f[2]))
+	if err := errors.Join(dec.Decode(&s.ZeroCopy), dec.Decode(&s.BatchIO)); err != nil {
 		t.Fatalf("ublk server: bad ready line %q: %v", line, err)
 	}
 	s.ID, s.Path = id, fmt.Sprintf("/dev/ublkb%d", id)

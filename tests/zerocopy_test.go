@@ -121,12 +121,13 @@ func TestE2EUblkZeroCopyFioVerify(t *testing.T) {
 	}
 }
 
-// createArrayZC creates an array with the daemon in zero-copy mode zc and
-// returns its device; the array is stopped when the test ends.
-func createArrayZC(t *testing.T, name, zc string, args ...string) string {
+// createArrayEnv creates an array with env added to the daemon's
+// environment and returns its device; the array is stopped when the test
+// ends.
+func createArrayEnv(t *testing.T, name string, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(uraidBin(t), append([]string{"create", name}, args...)...)
-	cmd.Env = append(os.Environ(), daemon.ZeroCopyEnv+"="+zc)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "uraid create %s: %s", strings.Join(args, " "), out)
 	dev := strings.TrimSpace(string(out))
@@ -141,32 +142,37 @@ func createArrayZC(t *testing.T, name, zc string, args ...string) string {
 // says which mode each array runs in.
 func TestE2EArrayZeroCopyFioVerify(t *testing.T) {
 	uraidBin(t)
-	type run struct{ kind, level, zc string }
+	type run struct{ kind, level, zc, batch string }
 	var runs []run
 	for _, kind := range []string{"file", "loop"} {
 		for _, level := range []string{"linear", "0", "1", "10"} {
-			runs = append(runs, run{kind, level, "auto"})
+			runs = append(runs, run{kind, level, "auto", "auto"})
 		}
 	}
-	runs = append(runs, run{"loop", "10", "register"}, run{"loop", "10", "off"})
+	runs = append(runs, run{"loop", "10", "register", "auto"}, run{"loop", "10", "off", "auto"}, run{"loop", "10", "auto", "off"})
 	verified := map[run]bool{}
 	for _, r := range runs {
-		t.Run(r.kind+"-raid"+r.level+"-"+r.zc, func(t *testing.T) {
+		t.Run(r.kind+"-raid"+r.level+"-"+r.zc+"-batch-"+r.batch, func(t *testing.T) {
 			// As for the file target: a choice that falls back to a mode already verified on
 			// this level and kind is checked for its mode and reason only.
 			mode, _ := wantZeroCopy(t, r.zc)
-			again := verified[run{r.kind, r.level, mode}]
-			verified[run{r.kind, r.level, mode}] = true
+			batch, _ := wantBatchIO(t, r.batch)
+			done := run{r.kind, r.level, mode, fmt.Sprint(batch)}
+			again := verified[done]
+			verified[done] = true
 			members, _ := memberSet(t, r.kind, 4, memberSize)
-			name := "zc-" + r.kind + "-" + r.level + "-" + r.zc
+			name := "zc-" + r.kind + "-" + r.level + "-" + r.zc + "-" + r.batch
 			args := []string{"--level", r.level}
 			if r.level == "0" || r.level == "10" {
 				args = append(args, "--chunk", "64K")
 			}
-			dev := createArrayZC(t, name, r.zc, append(args, members...)...)
+			dev := createArrayEnv(t, name, []string{daemon.ZeroCopyEnv + "=" + r.zc, daemon.BatchIOEnv + "=" + r.batch}, append(args, members...)...)
 			st := arrayDetail(t, name)
 			checkZeroCopy(t, r.zc, st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes)
-			assert.Contains(t, uraid(t, "detail", name), "Zero Copy : ")
+			checkBatchIO(t, r.batch, st.BatchIO, st.BatchIOReason)
+			text := uraid(t, "detail", name)
+			assert.Contains(t, text, "Zero Copy : ")
+			assert.Contains(t, text, "Batch I/O : ")
 			if again {
 				t.Logf("%s runs in %s mode, already verified on this level", r.zc, mode)
 				uraid(t, "stop", name)

@@ -33,20 +33,22 @@ type Device struct {
 	recover bool
 
 	// mu serializes Start and Stop, and guards the fields below.
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	stopErr error
-	ctrl    *control
-	id      uint32
-	flags   uint64 // UBLK_F_* the kernel agreed to
-	added   bool   // ADD_DEV succeeded: DEL_DEV is owed
-	live    bool   // START_DEV succeeded: STOP_DEV is owed
-	char    *os.File
-	mode    dataMode // how request data moves; set by start
-	zcWhy   string   // why mode copies, when it does
-	queues  []*queue
-	running sync.WaitGroup // queue goroutines
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	stopErr  error
+	ctrl     *control
+	id       uint32
+	flags    uint64 // UBLK_F_* the kernel agreed to
+	added    bool   // ADD_DEV succeeded: DEL_DEV is owed
+	live     bool   // START_DEV succeeded: STOP_DEV is owed
+	char     *os.File
+	mode     dataMode // how request data moves; set by start
+	zcWhy    string   // why mode copies, when it does
+	batch    bool     // the batch I/O commands; set by start
+	batchWhy string   // why not, when not
+	queues   []*queue
+	running  sync.WaitGroup // queue goroutines
 
 	// failed is closed when a queue stops serving on its own; failErr,
 	// written once before the close, says why.
@@ -136,6 +138,13 @@ func (d *Device) ZeroCopy() ZeroCopyStatus {
 	return st
 }
 
+// BatchIO says whether the started device uses the batch I/O commands.
+func (d *Device) BatchIO() BatchIOStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return BatchIOStatus{On: d.batch, Reason: d.batchWhy}
+}
+
 // Path is the block device node, valid once Start succeeded.
 func (d *Device) Path() string { return blockPath(d.ID()) }
 
@@ -187,6 +196,10 @@ func (d *Device) start(ctx context.Context) error {
 	features, _ := ctrl.getFeatures()
 	d.mode, d.zcWhy = chooseMode(d.opts.ZeroCopy, d.target, features, kernelRelease())
 	info.Flags |= modeFlags(d.mode, features)
+	d.batch, d.batchWhy = chooseBatch(d.opts.BatchIO, features, kernelRelease())
+	if d.batch {
+		info.Flags |= uapi.UBLK_F_BATCH_IO
+	}
 	if err := ctrl.addDev(info); err != nil {
 		return err
 	}
@@ -194,6 +207,9 @@ func (d *Device) start(ctx context.Context) error {
 	// The kernel clears the flags it does not support in its answer.
 	if got := flagsMode(info.Flags); got != d.mode {
 		d.mode, d.zcWhy = got, fmt.Sprintf("kernel %s accepted flags %#x but not the zero-copy flags asked", kernelRelease(), info.Flags)
+	}
+	if d.batch && info.Flags&uapi.UBLK_F_BATCH_IO == 0 {
+		d.batch, d.batchWhy = false, fmt.Sprintf("kernel %s accepted flags %#x but not UBLK_F_BATCH_IO", kernelRelease(), info.Flags)
 	}
 	// The kernel may clamp queues to the CPUs and the buffer size to its
 	// limit: serve what it agreed to.
@@ -260,6 +276,11 @@ func (d *Device) startRecovery(ctx context.Context) error {
 	} else {
 		d.zcWhy = "the device was created without zero copy"
 	}
+	// So does it keep its commands.
+	d.batch = ki.Flags&uapi.UBLK_F_BATCH_IO != 0
+	if !d.batch {
+		d.batchWhy = "the device was created without batch I/O"
+	}
 	maxIO := int(ki.MaxIOBufBytes) &^ (os.Getpagesize() - 1)
 	if err := d.makeQueues(int(ki.NrHwQueues), int(ki.QueueDepth), maxIO); err != nil {
 		return err
@@ -300,6 +321,11 @@ func (d *Device) makeQueues(n, depth, maxIO int) error {
 		d.queues = append(d.queues, q)
 		if err := q.openBuffers(maxIO); err != nil {
 			return err
+		}
+		if d.batch {
+			if err := q.openBatch(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

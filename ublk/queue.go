@@ -115,6 +115,14 @@ type queue struct {
 	// harness, when set, receives results instead of the kernel.
 	harness *Harness
 
+	// batch, when set, is the state of the batch I/O commands, which
+	// replace FETCH and COMMIT_AND_FETCH (batch.go).
+	batch *batch
+	// commitBlocked is set when commitDone left finished requests in
+	// done because both commit buffers were still with the kernel: wait
+	// must then sleep for a commit's CQE instead of returning to them.
+	commitBlocked bool
+
 	// err is why the queue goroutine stopped early; read after it exits.
 	err error
 }
@@ -244,17 +252,31 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 		}
 	}
 
-	for tag := range q.depth {
-		if err := q.prepIO(uapi.UBLK_U_IO_FETCH_REQ, uint16(tag), 0); err != nil {
+	if q.batch != nil {
+		defer func() { _ = q.batch.ring.Close() }() // after the ring's close: unmaps only
+		if err := q.startBatch(); err != nil {
 			ready <- err
 			return
+		}
+	} else {
+		for tag := range q.depth {
+			if err := q.prepIO(uapi.UBLK_U_IO_FETCH_REQ, uint16(tag), 0); err != nil {
+				ready <- err
+				return
+			}
 		}
 	}
 	if err := q.armWake(); err != nil {
 		ready <- err
 		return
 	}
-	if _, err := q.ring.Submit(); err != nil {
+	if q.batch != nil {
+		// PREP completes as it is issued; START_DEV needs it done.
+		if err := q.awaitPrep(); err != nil {
+			ready <- err
+			return
+		}
+	} else if _, err := q.ring.Submit(); err != nil {
 		ready <- fmt.Errorf("ublk queue %d: submit fetches: %w", q.id, err)
 		return
 	}
@@ -277,7 +299,7 @@ func (q *queue) loop() error {
 		if err := q.checkDrain(); err != nil {
 			return err
 		}
-		if q.aborted == q.depth || (q.stopping.Load() && q.serving == 0) {
+		if q.ended() || (q.stopping.Load() && q.serving == 0) {
 			return nil
 		}
 		if q.abandon.Load() && q.serving == 0 {
@@ -329,7 +351,7 @@ func (q *queue) checkDrain() error {
 // completions.
 func (q *queue) wait() error {
 	q.sleeping.Store(1)
-	if !q.done.empty() || !q.resumes.empty() {
+	if (!q.done.empty() && !q.commitBlocked) || !q.resumes.empty() {
 		q.sleeping.Store(0)
 		return nil
 	}
@@ -348,7 +370,7 @@ func (q *queue) reap() error {
 		if !ok {
 			return nil
 		}
-		ud, res := cqe.UserData, cqe.Res
+		ud, res, flags := cqe.UserData, cqe.Res, cqe.Flags
 		q.ring.AdvanceCQ(1)
 		switch ud & (0xff << udKindShift) {
 		case udIO:
@@ -366,6 +388,10 @@ func (q *queue) reap() error {
 			if err := q.onBuf(uint16(ud), ud&udBufUnreg != 0, res); err != nil {
 				return err
 			}
+		case udBatch:
+			if err := q.onBatch(ud, res, flags); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -377,15 +403,7 @@ func (q *queue) onIO(tag uint16, res int32) {
 		return
 	}
 	if res == uapi.UBLK_IO_RES_OK {
-		if q.draining.Load() != nil {
-			// The kernel owns nothing of it now: it stays with this
-			// server, to be served on EndDrain or, if the server leaves
-			// the device, reissued to its successor.
-			q.state[tag] = tagWithheld
-			q.withheld++
-			return
-		}
-		q.dispatch(tag)
+		q.arrived(tag)
 		return
 	}
 	// ABORT (-ENODEV) is the device going away. Any other error means
@@ -395,6 +413,30 @@ func (q *queue) onIO(tag uint16, res int32) {
 	if res != uapi.UBLK_IO_RES_ABORT && q.err == nil {
 		q.err = fmt.Errorf("ublk queue %d tag %d: fetch refused: %w", q.id, tag, unix.Errno(-res))
 	}
+}
+
+// arrived takes the new request of a fetching tag: to the target, or
+// withheld while draining.
+func (q *queue) arrived(tag uint16) {
+	if q.draining.Load() != nil {
+		// The kernel owns nothing of it now: it stays with this
+		// server, to be served on EndDrain or, if the server leaves
+		// the device, reissued to its successor.
+		q.state[tag] = tagWithheld
+		q.withheld++
+		return
+	}
+	q.dispatch(tag)
+}
+
+// ended reports whether the kernel will send this queue nothing more and
+// the target holds nothing: every tag aborted, or (batch I/O) the fetch
+// ended for good.
+func (q *queue) ended() bool {
+	if q.batch != nil {
+		return q.batch.dead && q.serving == 0
+	}
+	return q.aborted == q.depth
 }
 
 // dispatch decodes the descriptor the kernel wrote for tag and hands the
@@ -489,13 +531,25 @@ func (q *queue) onBuf(tag uint16, unreg bool, res int32) error {
 }
 
 // commitDone lets the target carry on with the requests it resumed, then
-// turns every finished request into a COMMIT_AND_FETCH.
+// turns every finished request into a COMMIT_AND_FETCH, or with batch I/O
+// all of them into one COMMIT_IO_CMDS.
 func (q *queue) commitDone() error {
 	for l := q.resumes.takeAll(); l != 0; {
 		tag, _, rest := q.resumes.walk(l)
 		l = rest
 		if q.state[tag] == tagServing && q.held[tag].Load() && q.rs != nil {
 			q.rs.Resume(&q.reqs[tag])
+		}
+	}
+	q.commitBlocked = false
+	if q.batch != nil {
+		free, err := q.commitFree()
+		if err != nil {
+			return err
+		}
+		if !free {
+			q.commitBlocked = true
+			return nil
 		}
 	}
 	for l := q.done.takeAll(); l != 0; {
@@ -523,7 +577,16 @@ func (q *queue) commitDone() error {
 			q.harness.finished(tag, res)
 			continue
 		}
+		if q.batch != nil {
+			q.addCommit(tag, res)
+			continue
+		}
 		if err := q.prepIO(uapi.UBLK_U_IO_COMMIT_AND_FETCH_REQ, tag, res); err != nil {
+			return err
+		}
+	}
+	if q.batch != nil {
+		if err := q.flushCommit(); err != nil {
 			return err
 		}
 	}
@@ -699,6 +762,7 @@ func (q *queue) close() error {
 		errs = append(errs, unix.Munmap(q.bufMem))
 		q.bufMem = nil
 	}
+	errs = append(errs, q.closeBatch())
 	if q.waker != nil {
 		for q.kicking.Load() > 0 {
 			runtime.Gosched() // a completer is between its push and its wake: nanoseconds

@@ -54,6 +54,19 @@ func zeroCopyText(st daemon.Status) string {
 	return "no"
 }
 
+// batchIOText says whether the queues use the batch I/O commands, and why not.
+func batchIOText(st daemon.Status) string {
+	switch {
+	case st.BatchIO:
+		return "yes"
+	case st.BatchIOReason != "":
+		return "no: " + st.BatchIOReason
+	case st.ZeroCopyMode == "":
+		return "unknown (not served)"
+	}
+	return "no"
+}
+
 func writeDetail(out io.Writer, st daemon.Status) {
 	row := func(k, v string) { fmt.Fprintf(out, "%15s : %s\n", k, v) }
 	row("Name", st.Name)
@@ -88,6 +101,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	row("Creation Time", st.CreateTime.UTC().Format(time.RFC3339))
 	row("Discard Mode", st.DiscardMode)
 	row("Zero Copy", zeroCopyText(st))
+	row("Batch I/O", batchIOText(st))
 	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,
 		formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
 	writeSyncDetail(row, st)

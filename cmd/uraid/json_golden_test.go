@@ -73,6 +73,7 @@ func goldenStatus() daemon.Status {
 			Spares:  []string{"/dev/sdd"},
 			Unclean: true, Resync: raid.ResyncPending,
 			ZeroCopy: false, ZeroCopyMode: "copy", ZeroCopyReason: "kernel 6.12 lacks UBLK_F_AUTO_BUF_REG",
+			BatchIO: false, BatchIOReason: "kernel 6.12 lacks UBLK_F_BATCH_IO (Linux 6.19)",
 			CopyBufferBytes: 1 << 20,
 		},
 		Failure:  "",

@@ -5,8 +5,8 @@
 //
 // Protocol on stdout, one line each:
 //
-//	ready ID ZC   the device is /dev/ublkbID and serving; ZC is its
-//	              ublk.ZeroCopyStatus as JSON
+//	ready ID ZC B the device is /dev/ublkbID and serving; ZC is its
+//	              ublk.ZeroCopyStatus as JSON, B its ublk.BatchIOStatus
 //	stats JSON    after SIGUSR1: the target's request counters
 //	stopped       after SIGTERM or SIGINT: the device is gone
 //
@@ -48,6 +48,7 @@ func run(args []string, stdout io.Writer) error {
 	recovery := fs.Bool("recovery", false, "let the device outlive this server (user recovery)")
 	recoverID := fs.Int("recover", -1, "take over quiesced device ID instead of adding one")
 	zeroCopy := fs.String("zerocopy", "auto", "zero copy: auto, off or register")
+	batchIO := fs.String("batchio", "auto", "batch I/O commands: auto or off")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,7 +70,11 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := ublk.Options{Queues: *queues, Depth: *depth, UserRecovery: *recovery, ZeroCopy: zc}
+	bio, err := ublk.ParseBatchIO(*batchIO)
+	if err != nil {
+		return err
+	}
+	opts := ublk.Options{Queues: *queues, Depth: *depth, UserRecovery: *recovery, ZeroCopy: zc, BatchIO: bio}
 	var dev *ublk.Device
 	if *recoverID >= 0 {
 		dev, err = ublk.NewRecovery(tg, uint32(*recoverID), opts)
@@ -88,7 +93,11 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "ready %d %s\n", dev.ID(), zcs)
+	bs, err := json.Marshal(dev.BatchIO())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "ready %d %s %s\n", dev.ID(), zcs, bs)
 
 	for {
 		var sig os.Signal
