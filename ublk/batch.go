@@ -105,6 +105,12 @@ type batch struct {
 	commit [2][]byte
 	busy   [2]bool
 	cur, n int
+	// unreaped counts COMMITs queued whose CQE has not been reaped: the
+	// queue's wait asks for that many completions more than the one it
+	// waits for, so that a commit's own CQE, posted as the command is
+	// issued, does not end the wait (at QD1 it would cost a second
+	// io_uring_enter per request).
+	unreaped int
 	mem    []byte // backs commit
 
 	fetchMem []byte // fetchBufs buffers of fetchBufTags u16s
@@ -231,6 +237,7 @@ func (q *queue) onBatch(ud uint64, res int32, flags uint32) error {
 	case udBatchCommit:
 		i, n := int(ud>>8&0xff), int(ud>>16&0xffff)
 		b.busy[i] = false
+		b.unreaped--
 		// A request left uncommitted never completes: nothing but
 		// ending the queue (which fails or reissues it) is safe.
 		if res < 0 && b.dead {
@@ -339,6 +346,7 @@ func (q *queue) flushCommit() error {
 		verify.Check(b.n <= q.depth, "ublk queue %d: commit of %d requests, depth %d", q.id, b.n, q.depth)
 	}
 	b.busy[b.cur] = true
+	b.unreaped++
 	b.cur ^= 1
 	b.n = 0
 	return nil

@@ -355,7 +355,11 @@ func (q *queue) wait() error {
 		q.sleeping.Store(0)
 		return nil
 	}
-	_, err := q.ring.SubmitAndWait(1)
+	n := uint32(1)
+	if q.batch != nil {
+		n += uint32(q.batch.unreaped)
+	}
+	_, err := q.ring.SubmitAndWait(n)
 	q.sleeping.Store(0)
 	if err != nil {
 		return fmt.Errorf("ublk queue %d: %w", q.id, err)
@@ -617,6 +621,16 @@ func (q *queue) verify() {
 	verify.Check(serving == q.serving && aborted == q.aborted && withheld == q.withheld && q.serving >= 0,
 		"ublk queue %d: counts say %d serving, %d aborted, %d withheld; tags say %d, %d, %d",
 		q.id, q.serving, q.aborted, q.withheld, serving, aborted, withheld)
+	if b := q.batch; b != nil {
+		busy := 0
+		for _, on := range b.busy {
+			if on {
+				busy++
+			}
+		}
+		verify.Check(b.unreaped == busy && b.n == 0, "ublk queue %d: %d commits unreaped, %d commit buffers busy, %d elements unsent",
+			q.id, b.unreaped, busy, b.n)
+	}
 }
 
 // prepIO queues a FETCH or COMMIT_AND_FETCH for tag.
