@@ -34,7 +34,7 @@ func (r *Runner) minNativeReps() int { return r.scale(5, 3) }
 // nativeSystems are md and uraid for each level; where the kernel lends
 // uraid the request's pages, uraid forced to copy as well (the gap between
 // the two is what zero copy buys); and where it has the batch I/O commands,
-// uraid with one command per request instead (what batching buys).
+// uraid with them (what batching buys).
 func (r *Runner) nativeSystems(level mapping.Level) []System {
 	s := []System{mdSystem(level), uraidSystem(level, "sync")}
 	f, err := ublk.Features()
@@ -45,7 +45,7 @@ func (r *Runner) nativeSystems(level mapping.Level) []System {
 	}
 	if err == nil && f&uapi.UBLK_F_BATCH_IO != 0 {
 		c := uraidSystem(level, "sync")
-		c.Name, c.BatchIO = "uraid-"+level.String()+"-pertag", "off"
+		c.Name, c.BatchIO = "uraid-"+level.String()+"-batch", "auto"
 		s = append(s, c)
 	}
 	return s

@@ -286,8 +286,8 @@ func newRecord(a *raid.Array, cfg Config) *Record {
 // tests and for measuring the copy against zero copy.
 const ZeroCopyEnv = "URAID_ZERO_COPY"
 
-// BatchIOEnv chooses whether the daemon uses the batch I/O commands (auto or off; see
-// ublk.BatchIO), for tests and for measuring one against the other.
+// BatchIOEnv chooses whether the daemon uses the batch I/O commands (off, the default, or auto;
+// see ublk.BatchIO), for tests and for measuring one against the other.
 const BatchIOEnv = "URAID_BATCH_IO"
 
 func zeroCopyOption() (ublk.ZeroCopy, error) {

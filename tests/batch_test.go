@@ -12,7 +12,7 @@ import (
 	"uraid/internal/uapi"
 )
 
-// wantBatchIO says whether a server asked for batch I/O b ("auto" or "off",
+// wantBatchIO says whether a server asked for batch I/O b ("off" or "auto",
 // as ublkfile's -batchio and the daemon's URAID_BATCH_IO spell it) uses the
 // batch commands on this kernel, and a word the reason must contain when it
 // does not.
@@ -22,7 +22,7 @@ func wantBatchIO(t *testing.T, b string) (on bool, why string) {
 	require.NoError(t, err)
 	switch {
 	case b == "off":
-		return false, "turned off"
+		return false, "off (the default"
 	case have&uapi.UBLK_F_BATCH_IO == 0:
 		return false, "lacks UBLK_F_BATCH_IO"
 	}

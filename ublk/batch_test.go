@@ -20,13 +20,13 @@ func TestChooseBatch(t *testing.T) {
 	assert.Equal(t, "kernel 6.12 lacks UBLK_F_BATCH_IO (Linux 6.19)", why)
 	on, why = chooseBatch(BatchIOOff, k73, "7.3")
 	assert.False(t, on)
-	assert.Contains(t, why, "turned off")
+	assert.Contains(t, why, "off (the default")
 	on, _ = chooseBatch(BatchIOAuto, k73&^uapi.UBLK_F_BATCH_IO, "7.3")
 	assert.False(t, on, "the feature bit alone decides")
 }
 
 func TestParseBatchIO(t *testing.T) {
-	for s, want := range map[string]BatchIO{"": BatchIOAuto, "auto": BatchIOAuto, "off": BatchIOOff} {
+	for s, want := range map[string]BatchIO{"": BatchIOOff, "auto": BatchIOAuto, "off": BatchIOOff} {
 		got, err := ParseBatchIO(s)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
@@ -35,7 +35,7 @@ func TestParseBatchIO(t *testing.T) {
 		}
 	}
 	_, err := ParseBatchIO("on")
-	assert.ErrorContains(t, err, "want auto or off")
+	assert.ErrorContains(t, err, "want off or auto")
 	_, err = Options{BatchIO: 2}.withDefaults()
 	assert.ErrorContains(t, err, "batch I/O mode 2")
 }

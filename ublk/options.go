@@ -50,9 +50,9 @@ type Options struct {
 	// with NewRecovery keeps the mode it was created with.
 	ZeroCopy ZeroCopy
 	// BatchIO chooses whether the queues use the batch I/O commands
-	// (UBLK_F_BATCH_IO); the zero value uses them where the kernel has
-	// them. Device.BatchIO says what was chosen. A device taken over
-	// with NewRecovery keeps the commands it was created with.
+	// (UBLK_F_BATCH_IO); the zero value does not. Device.BatchIO says
+	// what was chosen. A device taken over with NewRecovery keeps the
+	// commands it was created with.
 	BatchIO BatchIO
 }
 
@@ -78,8 +78,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("ublk options: max I/O size %d is not a multiple of the page size %d up to %d", o.MaxIOBytes, page, 1<<uapi.UBLK_IO_BUF_BITS)
 	case o.ZeroCopy > ZeroCopyRegister:
 		return o, fmt.Errorf("ublk options: zero copy mode %d is not one of auto, off, register", o.ZeroCopy)
-	case o.BatchIO > BatchIOOff:
-		return o, fmt.Errorf("ublk options: batch I/O mode %d is not one of auto, off", o.BatchIO)
+	case o.BatchIO > BatchIOAuto:
+		return o, fmt.Errorf("ublk options: batch I/O mode %d is not one of off, auto", o.BatchIO)
 	case o.ReissueOnRecovery && !o.UserRecovery:
 		return o, fmt.Errorf("ublk options: ReissueOnRecovery needs UserRecovery")
 	case o.FixedID && o.ID >= 1<<20:

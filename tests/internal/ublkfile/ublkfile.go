@@ -48,7 +48,7 @@ func run(args []string, stdout io.Writer) error {
 	recovery := fs.Bool("recovery", false, "let the device outlive this server (user recovery)")
 	recoverID := fs.Int("recover", -1, "take over quiesced device ID instead of adding one")
 	zeroCopy := fs.String("zerocopy", "auto", "zero copy: auto, off or register")
-	batchIO := fs.String("batchio", "auto", "batch I/O commands: auto or off")
+	batchIO := fs.String("batchio", "off", "batch I/O commands: off or auto")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
