@@ -355,9 +355,15 @@ func (q *queue) wait() error {
 		q.sleeping.Store(0)
 		return nil
 	}
+	// One completion more per batch commit in flight, whose own CQEs
+	// do not count; while finished requests wait for a commit buffer,
+	// those CQEs are all it waits for.
 	n := uint32(1)
 	if q.batch != nil {
 		n += uint32(q.batch.unreaped)
+		if q.commitBlocked {
+			n = uint32(q.batch.unreaped)
+		}
 	}
 	_, err := q.ring.SubmitAndWait(n)
 	q.sleeping.Store(0)
