@@ -242,6 +242,11 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 		if cerr := ring.Close(); cerr != nil && q.err == nil {
 			q.err = fmt.Errorf("ublk queue %d: %w", q.id, cerr)
 		}
+		// After the ring, whose close cancelled the fetch that selects
+		// from it: only unmaps what is left.
+		if q.batch != nil && q.batch.ring != nil {
+			_ = q.batch.ring.Close()
+		}
 	}()
 	if q.mode.zeroCopy() {
 		// The driver registers requests into this ring's table, one
@@ -253,7 +258,6 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 	}
 
 	if q.batch != nil {
-		defer func() { _ = q.batch.ring.Close() }() // after the ring's close: unmaps only
 		if err := q.startBatch(); err != nil {
 			ready <- err
 			return
