@@ -297,9 +297,21 @@ func (a *Array) SetUnclean(v bool) { a.unclean.Store(v) }
 var ErrArrayFailed = errors.New("array failed")
 
 // readable reports whether every logical byte still has an active copy.
-func (a *Array) readable() bool {
+func (a *Array) readable() bool { return a.readableIn(a.states()) }
+
+// states reads every member's state once: a decision over several members sees one moment.
+func (a *Array) states() []MemberState {
+	st := make([]MemberState, len(a.state))
+	for i := range a.state {
+		st[i] = MemberState(a.state[i].Load())
+	}
+	return st
+}
+
+// readableIn reports whether every byte has a copy on a member that is active in st.
+func (a *Array) readableIn(st []MemberState) bool {
 	n := a.m.Members()
-	ok := func(i int) bool { return MemberState(a.state[i].Load()) == MemberActive }
+	ok := func(i int) bool { return st[i] == MemberActive }
 	switch a.sb.Level {
 	case mapping.RAID1:
 		for i := range n {

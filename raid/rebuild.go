@@ -93,13 +93,12 @@ func (a *Array) FailMember(path string) error {
 	return a.writeSuperblocks(StateDirty) // it reads as stale from now on
 }
 
-// readableWithout reports whether every byte keeps a working copy without member i.
+// readableWithout reports whether every byte keeps a working copy without member i. It asks of
+// a copy of the states: the live ones are what the queue goroutine serves by.
 func (a *Array) readableWithout(i int) bool {
-	old := a.state[i].Load()
-	a.state[i].Store(int32(MemberFailed))
-	ok := a.readable()
-	a.state[i].Store(old)
-	return ok
+	st := a.states()
+	st[i] = MemberFailed
+	return a.readableIn(st)
 }
 
 // RemoveMember lets go of a failed member or a spare: its device is closed and its slot is left
