@@ -145,6 +145,9 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	for _, m := range opened {
 		byPath[m.Path] = m
 	}
+	if err := checkSizes(&asm.Newest, asm, byPath); err != nil {
+		return fail(err)
+	}
 	members := make([]*Member, len(asm.Members))
 	for i, ms := range asm.Members {
 		if ms.SB != nil {
@@ -178,6 +181,35 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkSizes refuses an assembly in which a device that would serve holds less than the array's
+// data area: it would fail only at its first I/O beyond its end, or serve another device's
+// bytes. Nothing has been written yet.
+func checkSizes(ref *Superblock, asm *Assembly, byPath map[string]*Member) error {
+	need := int64(ref.DataOffset + ref.DataSize)
+	var errs []error
+	check := func(ms MemberSB) {
+		if m := byPath[ms.Path]; ms.SB != nil && m != nil && m.Size < need {
+			errs = append(errs, fmt.Errorf("member %s (index %d): %w: it holds %d bytes, but the array's data ends at %d "+
+				"(data offset %d + data size %d): it shrank or is not the device that was in the array; "+
+				"leave it out (assemble --degraded) and add a device of at least %d bytes",
+				ms.Path, ms.SB.Index, ErrTooSmall, m.Size, need, ref.DataOffset, ref.DataSize, need))
+		}
+	}
+	for _, ms := range asm.Members {
+		check(ms)
+	}
+	for _, ms := range asm.Spares {
+		check(ms)
+	}
+	for _, ms := range asm.Replacing {
+		check(ms)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
+	}
+	return nil
 }
 
 // NewArray serves members just written by Create (spares among them).

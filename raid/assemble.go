@@ -245,6 +245,7 @@ const (
 	geoChunk    = "chunk size"
 	geoMembers  = "member count"
 	geoDataSize = "data size"
+	geoDataOff  = "data offset"
 )
 
 // assemblyGeometryDiff names the first array-wide geometry field in which sb and
@@ -261,6 +262,10 @@ func assemblyGeometryDiff(sb, ref *Superblock) string {
 		return geoMembers
 	case sb.DataSize != ref.DataSize:
 		return geoDataSize
+	case sb.DataOffset != ref.DataOffset:
+		// Every member is served at one offset: a member whose data starts elsewhere would be
+		// read and written at the wrong place.
+		return geoDataOff
 	}
 	return ""
 }
@@ -277,6 +282,8 @@ func describeGeometryField(sb *Superblock, field string) string {
 		return fmt.Sprintf("member count %d", sb.Members)
 	case geoDataSize:
 		return fmt.Sprintf("data size %d", sb.DataSize)
+	case geoDataOff:
+		return fmt.Sprintf("data offset %d", sb.DataOffset)
 	}
 	return ""
 }
