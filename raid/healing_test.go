@@ -1,6 +1,7 @@
 package raid
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/failpoint"
 	"uraid/mapping"
+	"uraid/ublk"
 )
 
 // TestRefusedFailLeavesStatesAlone: a refused `uraid fail` of the last copy decides on a copy of
@@ -89,4 +92,46 @@ func TestAssembleRefusesMismatchedMember(t *testing.T) {
 		assert.Contains(t, err.Error(), paths[1])
 		assert.Equal(t, before, fileSums(t, paths), "a refused assemble wrote to a member")
 	})
+}
+
+// setHook sets a failpoint hook for the test's length.
+func setHook(t *testing.T, h failpoint.Hook) {
+	t.Helper()
+	old := failpoint.Set(h)
+	t.Cleanup(func() { failpoint.Set(old) })
+}
+
+// TestRebuildTrimRace: a write that lands in a trimmed region just before the rebuild takes it
+// is on the rebuilt member afterwards. (The rebuild once decided that the region was trimmed
+// before it locked it, then punched the write out of the new member: a hole where the other
+// copy had data, in a region later counted in sync.)
+func TestRebuildTrimRace(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	data := bytes.Repeat([]byte{0x5a}, 64<<10)
+	var hits atomic.Int32
+	var werr error
+	setHook(t, func(name string) {
+		if name != FailpointRebuildRegion || hits.Add(1) != 3 {
+			return
+		}
+		// The rebuild is about to take region 2, trimmed until this write.
+		copy(m.h.Buf(0), data)
+		res, err := m.h.Do(ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 2 * rs, Length: int64(len(data))})
+		if err == nil && res != int32(len(data)) {
+			err = fmt.Errorf("write result %d", res)
+		}
+		werr = err
+	})
+	fresh := blank(t, "new")
+	_, err := m.a.AddMember(fresh, false)
+	require.NoError(t, err)
+	m.a.WaitSync()
+	require.NoError(t, werr)
+	require.GreaterOrEqual(t, hits.Load(), int32(3))
+	require.Empty(t, m.a.SyncStatus().Last.Error)
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	assert.Equal(t, data, do(t, m.h, ublk.OpRead, 2*rs, make([]byte, len(data))), "the rebuilt member lost the write")
 }

@@ -396,6 +396,7 @@ func (s *syncer) rebuild(j *syncJob, t rebuildTarget, from int) error {
 			return err
 		}
 		s.g.setCursor(region.Cursor{Action: region.ActionRebuild, Member: uint32(t.slot), Position: r + 1})
+		hit(FailpointRebuildCursor)
 	}
 	return s.a.finishRebuild(t)
 }
@@ -407,9 +408,12 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) error {
 		return errCancelled
 	default:
 	}
-	trimmed := !t.onlyResync && s.g.trimmed(r)
+	hit(FailpointRebuildRegion)
 	off, n := s.g.lock(r)
 	defer s.g.unlock()
+	// Only under the lock: a write that lands before it dirties the region and reaches the
+	// target, and a region taken for trimmed then would punch that write out of the target.
+	trimmed := !t.onlyResync && s.g.trimmed(r)
 	for pos := off; pos < off+n; pos += syncStep {
 		step := min(int64(syncStep), off+n-pos)
 		var err error

@@ -1,0 +1,20 @@
+package raid
+
+import "uraid/internal/failpoint"
+
+// Failpoints of the healing paths (package failpoint): where a test or the robustness harness
+// may hold a step or cut the power.
+const (
+	// FailpointRebuildRegion: a rebuild is about to take its next region.
+	FailpointRebuildRegion = "rebuild-region"
+	// FailpointRebuildCursor: a rebuild finished a region and moved its checkpoint past it.
+	FailpointRebuildCursor = "rebuild-cursor"
+	// FailpointResyncRegion: a resync is about to take its next region.
+	FailpointResyncRegion = "resync-region"
+	// FailpointFailed: a member is out of service in memory, not yet in the superblocks.
+	FailpointFailed = "member-failed"
+	// FailpointMapFlush: a region map generation is about to be written to the members.
+	FailpointMapFlush = "map-flush"
+)
+
+var hit = failpoint.Hit
