@@ -7,10 +7,12 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/clock"
 	"uraid/internal/failpoint"
 	"uraid/mapping"
 	"uraid/ublk"
@@ -134,4 +136,109 @@ func TestRebuildTrimRace(t *testing.T) {
 	require.Empty(t, m.a.SyncStatus().Last.Error)
 	require.NoError(t, m.a.FailMember(m.paths[0]))
 	assert.Equal(t, data, do(t, m.h, ublk.OpRead, 2*rs, make([]byte, len(data))), "the rebuilt member lost the write")
+}
+
+// pausedAfter starts a job with start, paced to a region a second on a manual clock, and returns
+// once the job has done at least n bytes and waits for the clock.
+func pausedAfter(t *testing.T, a *Array, n int64, start func()) {
+	t.Helper()
+	rs := a.regions.m.RegionSize()
+	clk := clock.NewManual(time.Unix(0, 0))
+	a.syncer.clock = clk
+	a.SetRebuildOptions(SyncOptions{MaxRate: rs})
+	start()
+	for a.SyncStatus().DoneBytes < n {
+		clk.WaitFor(1)
+		clk.Advance(time.Second)
+	}
+	clk.WaitFor(1)
+}
+
+// TestRebuildLeavesOtherPairsToResync: on a raid10, a region a crash left with differing copies
+// on one mirror pair still gets resynced after another pair's member is rebuilt. (The rebuild
+// once marked every region needing resync as resynced, although it copied only its own pair's
+// pieces.)
+func TestRebuildLeavesOtherPairsToResync(t *testing.T) {
+	a, paths := createArray(t, arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}, "")
+	require.NoError(t, a.MarkDirty())
+	h := harness(t, a)
+	do(t, h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x11}, 256<<10)) // chunks 0-3, on both pairs
+	h.Close()
+	require.NoError(t, a.Close()) // a crash: the region stays dirty, the array unclean
+	dataOff := int64(a.Superblock().DataOffset)
+	// A write the crash cut short reached member 3 and not member 2 (chunk 1 is their pair's).
+	f, err := os.OpenFile(paths[3], os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(bytes.Repeat([]byte{0x99}, 4096), dataOff)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	require.NoError(t, b.FailMember(paths[1])) // before the resync can start
+	require.NoError(t, b.MarkDirty())
+	require.NoError(t, b.RemoveMember(paths[1]))
+	_, err = b.AddMember(blank(t, "new"), false)
+	require.NoError(t, err)
+	b.WaitSync()
+	assert.Zero(t, b.Status("", 0).Regions.NeedResync)
+	got2, err := os.ReadFile(paths[2])
+	require.NoError(t, err)
+	got3, err := os.ReadFile(paths[3])
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(got2[dataOff:], got3[dataOff:]), "members 2 and 3, one mirror pair, differ after rebuild and resync")
+}
+
+// TestResumedRebuildResyncsBelowItsCheckpoint: after a crash, a resumed rebuild leaves the
+// regions below its checkpoint that need resync to the resync that follows: a write the crash
+// cut short may have reached one copy only. (Every region needing resync was once counted in
+// sync when the rebuild ended.)
+func TestResumedRebuildResyncsBelowItsCheckpoint(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	m.fill(0, 1, 2, 3, 4, 5, 6, 7)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	fresh := blank(t, "new")
+	pausedAfter(t, m.a, 3*rs, func() { _, err := m.a.AddMember(fresh, false); require.NoError(t, err) })
+	m.h.Close()
+	require.NoError(t, m.a.Close()) // a crash in the middle of the rebuild
+	m.paths[1] = fresh
+	m.poke(1, rs, bytes.Repeat([]byte{0x99}, 4096)) // a write cut short, on the new copy only
+	m.assemble()
+	require.NoError(t, m.a.MarkDirty())
+	m.a.WaitSync()
+	assert.Empty(t, m.a.SyncStatus().Last.Error)
+	assert.Zero(t, m.a.Status("", 0).Regions.NeedResync)
+	assert.Equal(t, m.peek(0, 0, 8*rs), m.peek(1, 0, 8*rs), "the copies differ after the rebuild")
+}
+
+// TestResumedReAddCopiesOnlyWhatItMissed: a re-add stopped halfway resumes as a re-add, copying
+// only the regions written while the member was away. (That it was a re-add was not recorded: a
+// resumed one copied every live region.)
+func TestResumedReAddCopiesOnlyWhatItMissed(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	want := m.fill(0, 1, 2, 3, 4, 5, 6, 7)
+	m.a.regions.lazy(0) // the flusher's tick, come early: the regions go back to in sync
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	for r, d := range m.fill(2, 5) {
+		want[r] = d
+	}
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	pausedAfter(t, m.a, rs, func() { _, err := m.a.AddMember(m.paths[1], false); require.NoError(t, err) })
+	first := m.syncWritten(1)
+	m.h.Close()
+	require.NoError(t, m.a.MarkClean()) // a stop in the middle
+	require.NoError(t, m.a.Close())
+	m.assemble()
+	require.NoError(t, m.a.MarkDirty())
+	m.a.WaitSync()
+	assert.Empty(t, m.a.SyncStatus().Last.Error)
+	assert.Equal(t, "active", m.a.Status("", 0).Members[1].State)
+	// The two regions written while it was away, one of them perhaps twice (in progress at the stop).
+	assert.LessOrEqual(t, first+m.syncWritten(1), uint64(3*rs), "the resumed re-add copies only the regions written while it was away")
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want)
 }

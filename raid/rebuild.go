@@ -333,7 +333,15 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 	if err := WriteSuperblock(m.File, &sb); err != nil {
 		return fmt.Errorf("member %s: %w", m.Path, err)
 	}
-	// The new device gets a whole copy of the map before it takes writes.
+	// The checkpoint says from the start what kind of fill this is: a re-add resumed after a
+	// crash copies only the regions written while the member was away, as it would have.
+	action := region.ActionRebuild
+	if onlyResync {
+		action = region.ActionReAdd
+	}
+	a.regions.setCursor(region.Cursor{Action: action, Member: uint32(i)})
+	// The new device gets a whole copy of the map (the checkpoint with it, on every member)
+	// before it takes writes.
 	if err := a.regions.writeWhole(m); err != nil {
 		return fmt.Errorf("member %s: %w", m.Path, err)
 	}
@@ -388,24 +396,48 @@ func (a *Array) memberConfig(i int, m *Member) (discard.Member, error) {
 // member that comes back), live ones copied, trimmed ones trimmed.
 func (s *syncer) rebuild(j *syncJob, t rebuildTarget, from int) error {
 	n := s.g.regionCount()
+	action := region.ActionRebuild
+	if t.onlyResync {
+		action = region.ActionReAdd // a resumed re-add copies only what it would have
+	}
+	// settled marks the regions this run made whole: every piece of the region is on the target
+	// and one other copy, which the target now equals. Only those may count as in sync when the
+	// array is whole again; a region below a resumed run's cursor, or one with pieces on other
+	// mirror pairs, may still hold copies that differ (a write a crash cut short).
+	settled := make([]bool, n)
+	if !s.a.Unclean() {
+		// The regions below a resumed run's checkpoint were made whole then, durably, and the
+		// array stopped cleanly since: no write to them was cut short.
+		for r := range from {
+			w, err := s.wholeOn(t, r)
+			if err != nil {
+				return err
+			}
+			settled[r] = w
+		}
+	}
 	for r := from; r < n; r++ {
 		if t.onlyResync && !s.g.stillNeedsResync(r) {
 			continue
 		}
-		if err := s.rebuildRegion(j, t, r); err != nil {
+		whole, err := s.rebuildRegion(j, t, r)
+		if err != nil {
 			return err
 		}
-		s.g.setCursor(region.Cursor{Action: region.ActionRebuild, Member: uint32(t.slot), Position: r + 1})
+		settled[r] = whole
+		s.g.setCursor(region.Cursor{Action: action, Member: uint32(t.slot), Position: r + 1})
 		hit(FailpointRebuildCursor)
 	}
-	return s.a.finishRebuild(t)
+	return s.a.finishRebuild(t, settled)
 }
 
-// rebuildRegion fills region r of the target.
-func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) error {
+// rebuildRegion fills region r of the target and reports whether the region's copies now agree
+// everywhere (see rebuild's settled). What it copied is durable on the target before it returns:
+// the checkpoint that moves past r reaches the disk with any later map flush.
+func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error) {
 	select {
 	case <-j.cancel:
-		return errCancelled
+		return false, errCancelled
 	default:
 	}
 	hit(FailpointRebuildRegion)
@@ -414,12 +446,14 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) error {
 	// Only under the lock: a write that lands before it dirties the region and reaches the
 	// target, and a region taken for trimmed then would punch that write out of the target.
 	trimmed := !t.onlyResync && s.g.trimmed(r)
+	whole := !t.shadow && s.a.m.Copies() == 2
+	copied := false
 	for pos := off; pos < off+n; pos += syncStep {
 		step := min(int64(syncStep), off+n-pos)
 		var err error
 		j.pieces, err = s.a.m.Read(pos, step, j.pieces[:0])
 		if err != nil {
-			return err
+			return false, err
 		}
 		for k := range j.pieces {
 			p := &j.pieces[k]
@@ -441,28 +475,59 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) error {
 				}
 			}
 			if !found {
+				whole = false
 				continue
 			}
 			if trimmed {
 				if err := s.trimTarget(t, dst); err != nil {
-					return err
+					return false, err
 				}
 				continue
 			}
 			if ns == 0 {
-				return fmt.Errorf("region %d: no working copy to rebuild member %d from", r, t.slot)
+				return false, fmt.Errorf("region %d: no working copy to rebuild member %d from", r, t.slot)
 			}
 			if err := s.copyTo(j, t, dst, src[:ns]); err != nil {
-				return err
+				return false, err
 			}
+			copied = true
 		}
 		j.done.Add(step)
 		s.progress(j)
 		if err := s.pace(j, step); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	if copied {
+		if err := t.dev.File.Sync(); err != nil {
+			s.a.accountSync(t.slot, true, 0, err)
+			return false, fmt.Errorf("rebuild member %d onto %s: sync: %w", t.slot, t.dev.Path, err)
+		}
+	}
+	return whole, nil
+}
+
+// wholeOn reports whether filling t makes every copy of region r agree: each piece of r has two
+// copies, one of them on t's slot.
+func (s *syncer) wholeOn(t rebuildTarget, r int) (bool, error) {
+	if t.shadow || s.a.m.Copies() != 2 {
+		return false, nil
+	}
+	off, n := s.g.span(r)
+	var err error
+	var pieces []mapping.Piece
+	for pos := off; pos < off+n; pos += syncStep {
+		pieces, err = s.a.m.Read(pos, min(int64(syncStep), off+n-pos), pieces[:0])
+		if err != nil {
+			return false, err
+		}
+		for k := range pieces {
+			if !slices.ContainsFunc(pieces[k].Copies[:pieces[k].N], func(e mapping.Extent) bool { return e.Member == t.slot }) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // copyTo reads dst's bytes from the source copy whose TRIMs delay it least and writes them to the
@@ -536,8 +601,8 @@ func (s *syncer) trimTarget(t rebuildTarget, dst mapping.Extent) error {
 	return nil
 }
 
-// finishRebuild puts the rebuilt device in service.
-func (a *Array) finishRebuild(t rebuildTarget) error {
+// finishRebuild puts the rebuilt device in service; settled is rebuild's.
+func (a *Array) finishRebuild(t rebuildTarget, settled []bool) error {
 	if err := t.dev.File.Sync(); err != nil {
 		return fmt.Errorf("rebuild member %d onto %s: sync: %w", t.slot, t.dev.Path, err)
 	}
@@ -553,8 +618,9 @@ func (a *Array) finishRebuild(t rebuildTarget) error {
 	}
 	if !a.Degraded() {
 		// Every copy is whole again: the map is written whole to every member, then it may clean
-		// the regions written while the array was degraded.
-		if err := a.regions.rejoin(a.m.Copies() == 2); err != nil {
+		// the regions written while the array was degraded that the rebuild made agree; the
+		// resync that follows copies the others.
+		if err := a.regions.rejoin(settled); err != nil {
 			return err
 		}
 	}

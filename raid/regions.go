@@ -207,17 +207,17 @@ func (g *regions) writeWhole(m *Member) error {
 }
 
 // rejoin is called when every member is in service again after the array was degraded: the map
-// goes whole to every member, then it may clean again. twoCopies (raid10, a two-way raid1) says
-// a rebuild just made the one copy it wrote agree with the one it read, so the regions written
-// while degraded need no resync; wider mirrors are resynced.
-func (g *regions) rejoin(twoCopies bool) error {
+// goes whole to every member, then it may clean again. settled (nil: none) lists the regions a
+// rebuild just made agree on every copy, durably: they need no resync. Every other region that
+// needs one keeps needing it.
+func (g *regions) rejoin(settled []bool) error {
 	if err := g.flushTo(region.FlushAll, nil); err != nil {
 		return err
 	}
 	g.mu.Lock()
 	g.m.SetDegraded(false)
-	if twoCopies {
-		for r := g.m.NextResync(0); r >= 0; r = g.m.NextResync(r + 1) {
+	for r := g.m.NextResync(0); r >= 0; r = g.m.NextResync(r + 1) {
+		if r < len(settled) && settled[r] {
 			g.m.Resynced(r)
 		}
 	}
@@ -526,6 +526,12 @@ func (g *regions) resyncDone() {
 	g.mu.Lock()
 	g.resync.Store(g.m.Resyncs() > 0)
 	g.mu.Unlock()
+}
+
+func (g *regions) span(r int) (off, n int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m.Span(r)
 }
 
 func (g *regions) regionCount() int {

@@ -253,8 +253,9 @@ func (s *syncer) resumeRebuild() bool {
 		}
 		from := 0
 		s.g.mu.Lock()
-		if c := s.g.m.Cursor(); c.Action == region.ActionRebuild && int(c.Member) == i {
+		if c := s.g.m.Cursor(); c.Action.Fills() && int(c.Member) == i {
 			from = c.Position
+			t.onlyResync = c.Action == region.ActionReAdd && !t.shadow
 		}
 		s.g.mu.Unlock()
 		fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s resumes at region %d\n", a.Name, i, t.dev.Path, from)

@@ -18,6 +18,9 @@ const (
 	// ActionRebuild fills a replaced member: it copies every region that
 	// is not trimmed onto it, and trims the trimmed ones there.
 	ActionRebuild Action = 3
+	// ActionReAdd fills a member that left and came back: it copies onto it
+	// only the regions that need resync (those written while it was away).
+	ActionReAdd Action = 4
 )
 
 func (a Action) String() string {
@@ -30,12 +33,18 @@ func (a Action) String() string {
 		return "check"
 	case ActionRebuild:
 		return "rebuild"
+	case ActionReAdd:
+		return "re-add"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
 }
 
 // Valid reports whether a is a known action.
-func (a Action) Valid() bool { return a <= ActionRebuild }
+func (a Action) Valid() bool { return a <= ActionReAdd }
+
+// Fills reports whether a is the job of one member (Cursor.Member): a
+// rebuild or a re-add.
+func (a Action) Fills() bool { return a == ActionRebuild || a == ActionReAdd }
 
 // Cursor is the checkpoint of a resync, check or rebuild, kept in the map's
 // header so that the job resumes where it stopped after a crash or a stop.
@@ -49,7 +58,7 @@ func (a Action) Valid() bool { return a <= ActionRebuild }
 // to begin.
 type Cursor struct {
 	Action Action
-	// Member is the slot an ActionRebuild fills; zero otherwise.
+	// Member is the slot an ActionRebuild or ActionReAdd fills; zero otherwise.
 	Member uint32
 	// Position is the first region the job has not finished.
 	Position int
@@ -66,8 +75,8 @@ func (c Cursor) check(regions int) error {
 	if c.Action == ActionNone && c != (Cursor{}) {
 		return fmt.Errorf("cursor without an action has fields set: %+v", c)
 	}
-	if c.Action != ActionRebuild && c.Member != 0 {
-		return fmt.Errorf("cursor member %d set for action %s; only rebuild has a member", c.Member, c.Action)
+	if !c.Action.Fills() && c.Member != 0 {
+		return fmt.Errorf("cursor member %d set for action %s; only rebuild and re-add have a member", c.Member, c.Action)
 	}
 	if c.Position < 0 || c.Position > regions {
 		return fmt.Errorf("cursor position %d outside 0 to %d regions", c.Position, regions)

@@ -22,10 +22,10 @@ func TestPropertyCursorRoundTrip(t *testing.T) {
 		}
 		g := Geometry{ArrayUUID: testUUID, ArraySize: int64(n) << 12, RegionSize: 1 << 12}
 		rg := newRig(t, g, InSync, 1)
-		c := Cursor{Action: Action(rapid.IntRange(1, 3).Draw(t, "action"))}
+		c := Cursor{Action: Action(rapid.IntRange(1, 4).Draw(t, "action"))}
 		c.Position = rapid.IntRange(0, n).Draw(t, "position")
 		c.Started = rapid.Uint64().Draw(t, "started")
-		if c.Action == ActionRebuild {
+		if c.Action.Fills() {
 			c.Member = rapid.Uint32().Draw(t, "member")
 		}
 		if err := rg.m.SetCursor(c); err != nil {
@@ -55,7 +55,7 @@ func TestPropertyCursorRoundTrip(t *testing.T) {
 		case 1:
 			bad.Position = -1
 		case 2:
-			bad.Action = Action(rapid.IntRange(4, 255).Draw(t, "unknown"))
+			bad.Action = Action(rapid.IntRange(5, 255).Draw(t, "unknown"))
 		default:
 			bad.Action, bad.Member = ActionCheck, 1+rapid.Uint32Range(0, 1000).Draw(t, "member")
 		}

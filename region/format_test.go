@@ -113,9 +113,9 @@ func TestDecodeHeaderErrors(t *testing.T) {
 		{"too many regions", func(b []byte) []byte { b[40] = 12; return b }, true, ErrInvalid, "at most 262144"},
 		{"region count", func(b []byte) []byte { le.PutUint64(b[72:], 2561); return b }, true, ErrInvalid, "region count 2561"},
 		{"map blocks", func(b []byte) []byte { le.PutUint32(b[80:], 2); return b }, true, ErrInvalid, "map block count 2"},
-		{"cursor action", func(b []byte) []byte { b[88] = 4; return b }, true, ErrInvalid, "action 4"},
+		{"cursor action", func(b []byte) []byte { b[88] = 5; return b }, true, ErrInvalid, "action 5"},
 		{"cursor position", func(b []byte) []byte { le.PutUint64(b[96:], 2561); return b }, true, ErrInvalid, "position 2561"},
-		{"member for a check", func(b []byte) []byte { b[88] = 2; return b }, true, ErrInvalid, "only rebuild has a member"},
+		{"member for a check", func(b []byte) []byte { b[88] = 2; return b }, true, ErrInvalid, "only rebuild and re-add have a member"},
 		{"fields without action", func(b []byte) []byte { b[88] = 0; return b }, true, ErrInvalid, "without an action"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -729,12 +729,12 @@ func (w *world) resync() {
 
 func (w *world) setCursor() {
 	t := w.t
-	c := Cursor{Action: Action(rapid.IntRange(0, 3).Draw(t, "action"))}
+	c := Cursor{Action: Action(rapid.IntRange(0, 4).Draw(t, "action"))}
 	if c.Action != ActionNone {
 		c.Position = rapid.IntRange(0, w.m.Regions()).Draw(t, "position")
 		c.Started = w.m.Gen()
 	}
-	if c.Action == ActionRebuild {
+	if c.Action.Fills() {
 		c.Member = uint32(rapid.IntRange(0, len(w.disks)-1).Draw(t, "member"))
 	}
 	if err := w.m.SetCursor(c); err != nil {
