@@ -92,6 +92,12 @@ type Array struct {
 	unclean atomic.Bool
 	// events is the array's outgoing event stream (events.go).
 	events *eventQueue
+	// failSeq counts members taken out of service; recordedSeq is the count the superblocks on
+	// disk cover. A write that left out a copy is acknowledged only once the failure that made it
+	// leave it out is recorded: else a crash brings the stale copy back as current, and a resync
+	// may copy from it. recordMu serializes the writes that record them.
+	failSeq, recordedSeq atomic.Uint64
+	recordMu             sync.Mutex
 }
 
 // Options shape how an array is served.
@@ -430,6 +436,8 @@ func (a *Array) MarkClean() error {
 func (a *Array) writeSuperblocks(st State) error {
 	a.sbMu.Lock()
 	defer a.sbMu.Unlock()
+	seq := a.failSeq.Load() // the failures this write records, if it reaches a member
+	wrote := false
 	a.sb.Events++
 	a.sb.State = st
 	a.sb.UpdateTime = time.Now().UnixNano()
@@ -453,6 +461,12 @@ func (a *Array) writeSuperblocks(st State) error {
 		if err := WriteSuperblock(m.File, sb); err != nil {
 			a.fail(i, err)
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
+			continue
+		}
+		wrote = true
+	}
+	if wrote {
+		for old := a.recordedSeq.Load(); old < seq && !a.recordedSeq.CompareAndSwap(old, seq); old = a.recordedSeq.Load() {
 		}
 	}
 	// Spares carry the events too, so that a spare of this array is told apart from one of an
@@ -470,6 +484,25 @@ func (a *Array) writeSuperblocks(st State) error {
 	return errors.Join(errs...)
 }
 
+// failuresRecorded reports whether every member taken out of service is on record as such in
+// the superblocks.
+func (a *Array) failuresRecorded() bool { return a.recordedSeq.Load() >= a.failSeq.Load() }
+
+// recordFailures writes the superblocks until every failure so far is on record; it fails when
+// no member takes them. Off the queue goroutine: it blocks.
+func (a *Array) recordFailures() error {
+	a.recordMu.Lock()
+	defer a.recordMu.Unlock()
+	for !a.failuresRecorded() {
+		before := a.recordedSeq.Load()
+		err := a.writeSuperblocks(StateDirty)
+		if a.recordedSeq.Load() == before {
+			return fmt.Errorf("record a member's failure: no member took the superblocks: %w", err)
+		}
+	}
+	return nil
+}
+
 // writable reports whether member i takes writes: active, or being rebuilt.
 func (a *Array) writable(i int) bool {
 	s := MemberState(a.state[i].Load())
@@ -479,6 +512,11 @@ func (a *Array) writable(i int) bool {
 // fail takes member i out of service after an I/O error: no more reads or writes go to it, and
 // the engine drops its queued TRIMs.
 func (a *Array) fail(i int, err error) {
+	if a.writable(i) {
+		// Counted before the state changes: a write that sees the member out of service sees
+		// the failure as not yet recorded.
+		a.failSeq.Add(1)
+	}
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) ||
 		a.state[i].CompareAndSwap(int32(MemberRebuilding), int32(MemberFailed)) {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
@@ -496,6 +534,7 @@ func (a *Array) fail(i int, err error) {
 		if a.onFail != nil {
 			go a.onFail(i) // a hot spare may take its place; never on the queue goroutine
 		}
+		hit(FailpointFailed)
 	}
 }
 

@@ -242,3 +242,38 @@ func TestResumedReAddCopiesOnlyWhatItMissed(t *testing.T) {
 	require.NoError(t, m.a.FailMember(m.paths[0]))
 	m.readAll(want)
 }
+
+// superblockEvents reads the event count of the superblock on the member file at path.
+func superblockEvents(t *testing.T, path string) uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	sb, err := ReadSuperblock(f)
+	require.NoError(t, err)
+	return sb.Events
+}
+
+// TestWriteAfterFailWaitsForTheRecord: a write served after a member is out of service, before
+// its failure is in the superblocks, is acknowledged only once the superblocks say so: a crash
+// then cannot bring the member back as current without the write. (Such a write was
+// acknowledged at once, and a write that failed a copy waited for a superblock write whose error
+// it ignored.)
+func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	var once atomic.Bool
+	var werr error
+	var acked, failedAt uint64
+	setHook(t, func(name string) {
+		if name != FailpointFailed || !once.CompareAndSwap(false, true) {
+			return
+		}
+		copy(m.h.Buf(0), bytes.Repeat([]byte{0x33}, 4096))
+		_, werr = m.h.Do(ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 0, Length: 4096})
+		acked, failedAt = superblockEvents(t, m.paths[0]), superblockEvents(t, m.paths[1])
+	})
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, werr)
+	require.True(t, once.Load())
+	assert.Greater(t, acked, failedAt, "the write was acknowledged before the superblocks said member 1 failed")
+}

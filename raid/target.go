@@ -1,6 +1,8 @@
 package raid
 
 import (
+	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +35,6 @@ type tagState struct {
 	disc    discard.Discard  // DISCARD: the member ranges handed to the engine
 	pending int              // member I/Os not yet reaped
 	err     int32            // first negative errno, or 0
-	newFail bool             // WRITE: a member failed during this request
 	req     *ublk.Request    // the request the tag holds, to resume it
 
 	// For the latency histograms: when the kernel handed the request over, and when its member
@@ -138,7 +139,7 @@ func (a *Array) active(i int) bool { return MemberState(a.state[i].Load()) == Me
 // Serve starts a request; see ublk.Target.
 func (a *Array) Serve(r *ublk.Request) {
 	t := a.tag(r)
-	t.pending, t.err, t.newFail, t.req = 0, 0, false, r
+	t.pending, t.err, t.req = 0, 0, r
 	t.start = latency.Now()
 	t.mapBegun, t.mapFailed = false, false
 	switch r.Op {
@@ -387,7 +388,6 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		a.account(e.Member, ublk.OpWrite, e.Length, err, latency.Since(t.issued))
 		if err != nil {
 			t.failed[i] = true
-			t.newFail = true
 			a.fail(e.Member, err)
 		}
 	case ublk.OpFlush:
@@ -419,15 +419,11 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 			}
 			a.regions.endWrite(r, t, ok)
 		}
-		if t.newFail {
-			// A failed copy must be on record as failed before the write is acknowledged, or a
-			// crash could bring the stale copy back as current. Superblock writes block: off the
-			// queue goroutine.
-			go func() {
-				_ = a.writeSuperblocks(StateDirty)
-				a.observe(&a.lat.write, t.start, res)
-				r.Complete(res)
-			}()
+		if !a.failuresRecorded() && a.leftOutCopy(t) {
+			// A copy this write left out must be on record as failed before the write is
+			// acknowledged, or a crash could bring the stale copy back as current. Superblock
+			// writes block: off the queue goroutine. Not on record, the write is not done.
+			go a.completeRecorded(r, t.start, res)
 			return
 		}
 		a.observe(&a.lat.write, t.start, res)
@@ -442,6 +438,27 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 	default:
 		r.Complete(t.err)
 	}
+}
+
+// completeRecorded completes a write once the failures it depends on are on record.
+func (a *Array) completeRecorded(r *ublk.Request, start latency.Stamp, res int32) {
+	if err := a.recordFailures(); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %v; the write fails\n", a.Name, err)
+		res = -int32(unix.EIO)
+	}
+	a.observe(&a.lat.write, start, res)
+	r.Complete(res)
+}
+
+// leftOutCopy reports whether the write left out a copy of some piece: a member out of service,
+// or one that failed it.
+func (a *Array) leftOutCopy(t *tagState) bool {
+	for i, f := range t.failed {
+		if f && t.shadow[i] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // writeResult succeeds when every logical piece reached at least one copy.
