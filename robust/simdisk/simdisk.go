@@ -1,0 +1,378 @@
+// Package simdisk serves simulated disks as files of a FUSE file system mounted by the process
+// itself, so that the array's real code, io_uring and all, does its member I/O against them.
+//
+// A disk keeps what a drive with a volatile write cache keeps: a write is durable only once a
+// flush (fsync) that follows it completes, or at once when it is FUA (O_DSYNC, RWF_DSYNC). A power
+// loss keeps, of each write not yet durable, each 4 KiB sector or not, independently, by a seeded
+// choice: a torn write keeps some sectors. A crash of the serving process alone (Kill) keeps
+// everything the disks took. Either way every file descriptor opened before it is dead (EIO), as
+// a dead process's would be; the files are opened anew.
+//
+// Every operation passes a Filter first, which may fail it, hold it, or cut the power: the
+// robustness harness's faults and failpoints at the member I/O level.
+package simdisk
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Sector is the unit a power loss keeps or drops.
+const Sector = 4096
+
+// Kind is what an operation does.
+type Kind int
+
+// Kinds of operations.
+const (
+	Read Kind = iota
+	Write
+	Flush // fsync, fdatasync
+	Punch // fallocate PUNCH_HOLE: a file member's discard
+)
+
+func (k Kind) String() string {
+	return [...]string{"read", "write", "flush", "punch"}[k]
+}
+
+// Op is one operation on a disk, as the filter sees it.
+type Op struct {
+	Disk     string
+	Kind     Kind
+	Off, Len int64
+	FUA      bool
+}
+
+func (o Op) String() string {
+	s := fmt.Sprintf("%s %s [%d, +%d)", o.Disk, o.Kind, o.Off, o.Len)
+	if o.FUA {
+		s += " fua"
+	}
+	return s
+}
+
+// Filter decides an operation before it is done: nil lets it go, an error fails it (EIO). It may
+// block (a held operation) and may call PowerLoss or Kill. It runs on the FUSE server's goroutine
+// serving the operation.
+type Filter func(Op) error
+
+// pending is a write or punch not yet durable.
+type pending struct {
+	seq      uint64
+	off, len int64
+	data     []byte // nil: a punch
+}
+
+// Disk is one simulated disk.
+type Disk struct {
+	name    string
+	ino     uint64
+	size    int64
+	cur     []byte // what reads see
+	durable []byte // what a power loss keeps for certain
+	// durSeq is, per sector, the sequence number of the last operation durable there: a pending
+	// write older than it is not replayed over it.
+	durSeq []uint64
+	log    []pending
+	// holes says what a punched sector reads as: zeros, or this disk's own filler (a drive
+	// returns what it likes for trimmed blocks).
+	filler byte
+}
+
+// FS is a mounted file system of disks.
+type FS struct {
+	dir string
+	srv *fuse.Server
+	rng *rand.Rand
+
+	// mu: every operation holds it shared while it works on a disk; a power loss or a kill holds
+	// it alone, so that it cuts between operations.
+	mu     sync.RWMutex
+	disks  map[string]*Disk
+	byIno  map[uint64]*Disk
+	gen    uint64 // file handles of older generations are dead
+	seq    uint64
+	filter Filter
+	nextFh uint64
+	fhs    map[uint64]fh
+	fhMu   sync.Mutex
+
+	stats Stats
+}
+
+type fh struct {
+	d   *Disk
+	gen uint64
+}
+
+// Stats counts what the disks did.
+type Stats struct {
+	Reads, Writes, Flushes, Punches, FUA int64
+	PowerLosses, Kills                   int64
+	DroppedSectors, KeptSectors          int64
+	Failed                               int64
+}
+
+// Mount mounts an empty file system of disks at a new directory under parent; seed drives the
+// power losses' choices.
+func Mount(parent string, seed uint64) (*FS, error) {
+	dir, err := os.MkdirTemp(parent, "simdisk-")
+	if err != nil {
+		return nil, err
+	}
+	fs := &FS{dir: dir, rng: rand.New(rand.NewPCG(seed, 0x5eed)), disks: map[string]*Disk{}, byIno: map[uint64]*Disk{}, fhs: map[uint64]fh{}}
+	srv, err := fuse.NewServer(&rawFS{RawFileSystem: fuse.NewDefaultRawFileSystem(), fs: fs}, dir, &fuse.MountOptions{
+		DirectMount: true, MaxWrite: 1 << 20, FsName: "simdisk", Name: "simdisk", DisableXAttrs: true,
+		MaxBackground: 64,
+	})
+	if err != nil {
+		os.Remove(dir)
+		return nil, fmt.Errorf("mount simulated disks (FUSE) at %s: %w", dir, err)
+	}
+	fs.srv = srv
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		os.Remove(dir)
+		return nil, err
+	}
+	return fs, nil
+}
+
+// Dir is the mount point; a disk named n is the file Dir()/n.
+func (fs *FS) Dir() string { return fs.dir }
+
+// Path is the file of disk name.
+func (fs *FS) Path(name string) string { return filepath.Join(fs.dir, name) }
+
+// Close unmounts the file system. Files still open on it fail from here on.
+func (fs *FS) Close() error {
+	fs.mu.Lock()
+	fs.gen++
+	fs.mu.Unlock()
+	err := fs.srv.Unmount()
+	if err != nil {
+		// Something holds a file open: abort the connection rather than hang.
+		_ = syscall.Unmount(fs.dir, syscall.MNT_DETACH)
+	}
+	os.Remove(fs.dir)
+	return err
+}
+
+// Add makes a disk of size bytes, zero-filled. filler is what its punched sectors read as.
+func (fs *FS) Add(name string, size int64, filler byte) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	d := &Disk{name: name, ino: uint64(len(fs.disks) + 2), size: size, cur: make([]byte, size), durable: make([]byte, size),
+		durSeq: make([]uint64, (size+Sector-1)/Sector), filler: filler}
+	fs.disks[name] = d
+	fs.byIno[d.ino] = d
+}
+
+// SetFilter sets the filter every operation passes (nil: none).
+func (fs *FS) SetFilter(f Filter) {
+	fs.mu.Lock()
+	fs.filter = f
+	fs.mu.Unlock()
+}
+
+// Stats returns the counts so far.
+func (fs *FS) Stats() Stats {
+	fs.mu.RLock()
+	defer fs.mu.RUnlock()
+	return fs.stats
+}
+
+// PowerLoss cuts the power: of each disk, what is durable stays, and of each write not yet
+// durable each sector stays or goes by the seeded choice; every file open so far is dead.
+func (fs *FS) PowerLoss() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.gen++
+	fs.stats.PowerLosses++
+	for _, name := range fs.names() {
+		d := fs.disks[name]
+		for _, p := range d.log {
+			for s := p.off / Sector; s*Sector < p.off+p.len; s++ {
+				if d.durSeq[s] > p.seq {
+					continue // a later durable write covers it
+				}
+				if fs.rng.IntN(2) == 0 {
+					fs.stats.DroppedSectors++
+					continue
+				}
+				fs.stats.KeptSectors++
+				lo, hi := max(p.off, s*Sector), min(p.off+p.len, (s+1)*Sector)
+				if p.data == nil {
+					d.fillHole(d.durable, lo, hi)
+				} else {
+					copy(d.durable[lo:hi], p.data[lo-p.off:hi-p.off])
+				}
+				d.durSeq[s] = p.seq
+			}
+		}
+		d.log = d.log[:0]
+		copy(d.cur, d.durable)
+	}
+}
+
+// Kill is the death of the process serving the array, the power on: the disks keep all they
+// took (what is not durable stays in their caches, a later power loss may still lose it), and
+// every file open so far is dead.
+func (fs *FS) Kill() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.gen++
+	fs.stats.Kills++
+}
+
+// Snapshot returns a copy of what disk name's reads see now.
+func (fs *FS) Snapshot(name string) []byte {
+	fs.mu.RLock()
+	defer fs.mu.RUnlock()
+	return append([]byte(nil), fs.disks[name].cur...)
+}
+
+// ReadAt reads disk name's current contents at off, bypassing the file system (and its filter).
+func (fs *FS) ReadAt(name string, b []byte, off int64) {
+	fs.mu.RLock()
+	defer fs.mu.RUnlock()
+	copy(b, fs.disks[name].cur[off:])
+}
+
+// WriteAt writes b to disk name at off durably, bypassing the file system: a test's hand on a
+// member (a copy made to differ).
+func (fs *FS) WriteAt(name string, b []byte, off int64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	d := fs.disks[name]
+	fs.seq++
+	copy(d.cur[off:], b)
+	copy(d.durable[off:], b)
+	for s := off / Sector; s*Sector < off+int64(len(b)); s++ {
+		d.durSeq[s] = fs.seq
+	}
+}
+
+func (fs *FS) names() []string {
+	n := make([]string, 0, len(fs.disks))
+	for k := range fs.disks {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func (d *Disk) fillHole(img []byte, lo, hi int64) {
+	for i := lo; i < hi; i++ {
+		img[i] = d.filler
+	}
+}
+
+// do runs one operation: the filter, then the disk, under the shared lock, for a handle of the
+// current generation only.
+func (fs *FS) do(h uint64, op Op, data []byte) (n int, err error) {
+	fs.fhMu.Lock()
+	f, ok := fs.fhs[h]
+	fs.fhMu.Unlock()
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	op.Disk = f.d.name
+	fs.mu.RLock()
+	filter, gen := fs.filter, fs.gen
+	fs.mu.RUnlock()
+	if f.gen != gen {
+		return 0, syscall.EIO
+	}
+	if filter != nil {
+		if err := filter(op); err != nil {
+			fs.mu.Lock()
+			fs.stats.Failed++
+			fs.mu.Unlock()
+			return 0, syscall.EIO
+		}
+	}
+	// Exclusive: a disk's image, log and counters change here, and this is a test's disk.
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f.gen != fs.gen {
+		return 0, syscall.EIO // the power went while the filter held it
+	}
+	d := f.d
+	if op.Off < 0 || op.Off > d.size {
+		return 0, syscall.EINVAL
+	}
+	end := min(op.Off+op.Len, d.size)
+	switch op.Kind {
+	case Read:
+		fs.stats.Reads++
+		return copy(data, d.cur[op.Off:end]), nil
+	case Write:
+		fs.stats.Writes++
+		if op.FUA {
+			fs.stats.FUA++
+		}
+		fs.seq++
+		n := copy(d.cur[op.Off:end], data)
+		if op.FUA {
+			copy(d.durable[op.Off:end], data)
+			for s := op.Off / Sector; s*Sector < end; s++ {
+				d.durSeq[s] = fs.seq
+			}
+		} else {
+			d.log = append(d.log, pending{seq: fs.seq, off: op.Off, len: int64(n), data: append([]byte(nil), data[:n]...)})
+		}
+		return n, nil
+	case Punch:
+		fs.stats.Punches++
+		fs.seq++
+		d.fillHole(d.cur, op.Off, end)
+		d.log = append(d.log, pending{seq: fs.seq, off: op.Off, len: end - op.Off})
+		return 0, nil
+	case Flush:
+		fs.stats.Flushes++
+		fs.seq++
+		for _, p := range d.log { // in order, as they took effect on the current image
+			if p.data == nil {
+				d.fillHole(d.durable, p.off, p.off+p.len)
+			} else {
+				copy(d.durable[p.off:], p.data)
+			}
+			for s := p.off / Sector; s*Sector < p.off+p.len; s++ {
+				d.durSeq[s] = fs.seq
+			}
+		}
+		d.log = d.log[:0]
+		return 0, nil
+	}
+	return 0, syscall.ENOSYS
+}
+
+func (fs *FS) open(ino uint64) (uint64, bool) {
+	fs.mu.RLock()
+	d, ok := fs.byIno[ino]
+	gen := fs.gen
+	fs.mu.RUnlock()
+	if !ok {
+		return 0, false
+	}
+	fs.fhMu.Lock()
+	defer fs.fhMu.Unlock()
+	fs.nextFh++
+	fs.fhs[fs.nextFh] = fh{d: d, gen: gen}
+	return fs.nextFh, true
+}
+
+func (fs *FS) release(h uint64) {
+	fs.fhMu.Lock()
+	delete(fs.fhs, h)
+	fs.fhMu.Unlock()
+}

@@ -1,0 +1,111 @@
+package simdisk
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// mountT mounts a file system for a test, or says why it cannot (a required gate: see
+// robust.RequireFUSE).
+func mountT(t *testing.T) *FS {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
+		if os.Getenv("URAID_ROBUST") != "" {
+			t.Fatalf("URAID_ROBUST is set but FUSE is not usable here (/dev/fuse: %v, euid %d): run as root on a host with fuse", err, os.Geteuid())
+		}
+		t.Skip("needs root and /dev/fuse (make test sets URAID_ROBUST, which makes this a failure)")
+	}
+	fs, err := Mount(os.TempDir(), 1)
+	require.NoError(t, err)
+	t.Cleanup(func() { fs.Close() })
+	return fs
+}
+
+func openDisk(t *testing.T, fs *FS, name string) int {
+	t.Helper()
+	fd, err := unix.Open(fs.Path(name), unix.O_RDWR|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func aligned(n int, b byte) []byte {
+	buf := make([]byte, n+4096)
+	off := 4096 - int(uintptr(unsafePointer(buf))%4096)
+	out := buf[off%4096 : off%4096+n]
+	for i := range out {
+		out[i] = b
+	}
+	return out
+}
+
+// TestVolatileCache: a write is lost by a power loss unless a flush followed it or it was FUA;
+// a kill keeps it; a file opened before either is dead after it.
+func TestVolatileCache(t *testing.T) {
+	fs := mountT(t)
+	fs.Add("d", 1<<20, 0)
+	fd := openDisk(t, fs, "d")
+	_, err := unix.Pwrite(fd, aligned(4096, 1), 0)
+	require.NoError(t, err)
+	require.NoError(t, unix.Fdatasync(fd))
+	_, err = unix.Pwritev2(fd, [][]byte{aligned(4096, 2)}, 4096, unix.RWF_DSYNC)
+	require.NoError(t, err)
+	_, err = unix.Pwrite(fd, aligned(64<<10, 3), 8192) // 16 sectors, not durable
+	require.NoError(t, err)
+	fs.Kill()
+	_, err = unix.Pread(fd, aligned(4096, 0), 0)
+	assert.True(t, errors.Is(err, unix.EIO), "a file opened before a kill still works: %v", err)
+	assert.Equal(t, aligned(64<<10, 3), fs.Snapshot("d")[8192:8192+64<<10], "a kill lost what the disk took")
+
+	fs.PowerLoss()
+	img := fs.Snapshot("d")
+	assert.Equal(t, aligned(4096, 1), img[:4096], "a flushed write was lost")
+	assert.Equal(t, aligned(4096, 2), img[4096:8192], "a FUA write was lost")
+	kept := 0
+	for s := 0; s < 16; s++ {
+		sec := img[8192+s*4096 : 8192+(s+1)*4096]
+		switch {
+		case bytes.Equal(sec, aligned(4096, 3)):
+			kept++
+		case bytes.Equal(sec, make([]byte, 4096)):
+		default:
+			t.Fatalf("sector %d is neither the write nor what was there", s)
+		}
+	}
+	assert.Greater(t, kept, 0, "no sector of 16 kept: not torn, or the seed is odd")
+	assert.Less(t, kept, 16, "every sector of 16 kept: not torn, or the seed is odd")
+	assert.EqualValues(t, 16, fs.Stats().KeptSectors+fs.Stats().DroppedSectors)
+}
+
+// TestPunchAndFilter: a punch reads as the disk's filler and is volatile like a write; a filter
+// fails the operations it picks.
+func TestPunchAndFilter(t *testing.T) {
+	fs := mountT(t)
+	fs.Add("d", 1<<20, 0xee)
+	fd := openDisk(t, fs, "d")
+	_, err := unix.Pwrite(fd, aligned(8192, 1), 0)
+	require.NoError(t, err)
+	require.NoError(t, unix.Fsync(fd))
+	require.NoError(t, unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 4096))
+	assert.Equal(t, bytes.Repeat([]byte{0xee}, 4096), fs.Snapshot("d")[:4096])
+	require.NoError(t, unix.Fsync(fd))
+	fs.SetFilter(func(op Op) error {
+		if op.Kind == Write && op.Off == 4096 {
+			return errors.New("bad sector")
+		}
+		return nil
+	})
+	_, err = unix.Pwrite(fd, aligned(4096, 2), 4096)
+	assert.True(t, errors.Is(err, unix.EIO), "%v", err)
+	_, err = unix.Pwrite(fd, aligned(4096, 2), 8192)
+	assert.NoError(t, err)
+	fs.PowerLoss()
+	assert.Equal(t, bytes.Repeat([]byte{0xee}, 4096), fs.Snapshot("d")[:4096], "a flushed punch was lost")
+	assert.Equal(t, aligned(4096, 1), fs.Snapshot("d")[4096:8192])
+}

@@ -1,0 +1,5 @@
+package simdisk
+
+import "unsafe"
+
+func unsafePointer(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
