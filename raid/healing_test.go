@@ -277,3 +277,29 @@ func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
 	require.True(t, once.Load())
 	assert.Greater(t, acked, failedAt, "the write was acknowledged before the superblocks said member 1 failed")
 }
+
+// TestReAddOfUnfinishedRebuild: a member that failed in the middle of its rebuild and is added
+// again is rebuilt whole; it holds only the regions the rebuild got to. (It was taken for a member
+// that left whole and given only the regions written meanwhile. Found by the robustness harness,
+// seed 5.)
+func TestReAddOfUnfinishedRebuild(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	want := m.fill(0, 1, 2, 3, 4, 5)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	fresh := blank(t, "new")
+	pausedAfter(t, m.a, rs, func() { _, err := m.a.AddMember(fresh, false); require.NoError(t, err) })
+	require.NoError(t, m.a.FailMember(fresh))
+	m.a.WaitSync()
+	require.NoError(t, m.a.RemoveMember(fresh))
+	m.a.SetRebuildOptions(SyncOptions{})
+	m.a.syncer.clock = m.clk
+	msg, err := m.a.AddMember(fresh, false)
+	require.NoError(t, err)
+	assert.Contains(t, msg, "rebuilt whole")
+	m.a.WaitSync()
+	require.Empty(t, m.a.SyncStatus().Last.Error)
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want)
+}

@@ -155,11 +155,14 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "", fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, ErrTooSmall, m.Size, need)
 	}
 	sb, err := ReadSuperblock(m.File)
-	readd := -1
+	readd, unfinished := -1, false
 	switch {
 	case err == nil && sb.ArrayUUID == a.sb.ArrayUUID:
 		if sb.Role != RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
 			readd = int(sb.Index) // it left and comes back to its slot
+			// A member that left in the middle of its rebuild holds only part of the array:
+			// the map's regions written meanwhile are not all it misses.
+			unfinished = sb.Role == RoleRebuilding
 		}
 	case err == nil && !force:
 		m.Close()
@@ -178,9 +181,12 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, ErrHasFilesystem, fs)
 	}
 	if readd >= 0 {
-		if err := a.startRebuild(readd, m, false, true); err != nil {
-			m.Close()
+		if err := a.startRebuild(readd, m, false, !unfinished); err != nil {
+			a.release(m)
 			return "", err
+		}
+		if unfinished {
+			return fmt.Sprintf("re-added as member %d: it left before its rebuild finished, so it is rebuilt whole", readd), nil
 		}
 		return fmt.Sprintf("re-added as member %d: the regions written since it left are resynced", readd), nil
 	}
@@ -196,7 +202,7 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "added as a spare", nil
 	}
 	if err := a.startRebuild(slot, m, false, false); err != nil {
-		m.Close()
+		a.release(m)
 		return "", err
 	}
 	return fmt.Sprintf("added as member %d: rebuilding", slot), nil
@@ -234,7 +240,7 @@ func (a *Array) ReplaceMember(old, new string, force bool) error {
 		return err
 	}
 	if err := a.startRebuild(i, m, true, false); err != nil {
-		m.Close()
+		a.release(m)
 		return err
 	}
 	return nil
@@ -310,6 +316,26 @@ func (a *Array) writeSpare(m *Member) error {
 	}
 	sb.MemberUUID, sb.Index, sb.Role = id, 0, RoleSpare
 	return WriteSuperblock(m.File, &sb)
+}
+
+// release lets go of m after a rebuild onto it failed to start: it is closed, unless it took a
+// slot (its descriptor is the slot's now, and stays open with it) or is a replace's target
+// (requests may hold its descriptor; it closes with the array).
+func (a *Array) release(m *Member) {
+	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
+	if slices.Contains(a.members, m) {
+		return
+	}
+	for i, sh := range a.shadowMembers {
+		if sh == m {
+			a.shadowMembers[i] = nil
+			a.shadows[i].Store(nil)
+			a.retired = append(a.retired, m)
+			return
+		}
+	}
+	m.Close()
 }
 
 // startRebuild puts m in slot i (or beside it, shadow) and starts the rebuild; adminMu held.
@@ -745,5 +771,6 @@ func (a *Array) activateSpare(i int) {
 		Message: fmt.Sprintf("spare %s takes the place of member %d", sp.Path, i)})
 	if err := a.startRebuild(i, sp, false, false); err != nil {
 		fmt.Fprintf(os.Stderr, "uraid: array %s: spare %s: %v\n", a.Name, sp.Path, err)
+		a.release(sp)
 	}
 }

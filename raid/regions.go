@@ -241,6 +241,7 @@ func (g *regions) flushTo(mode region.FlushMode, extra *Member) error {
 		if err != nil || gen == 0 {
 			return err
 		}
+		hit(FailpointMapFlush)
 		wrote := 0
 		g.a.membersMu.Lock()
 		members := append([]*Member(nil), g.a.members...)
@@ -277,7 +278,14 @@ func (g *regions) flushTo(mode region.FlushMode, extra *Member) error {
 			err = fmt.Errorf("region map generation %d reached no member", gen)
 			g.flushErr = err
 			_ = g.m.FlushFailed(gen)
+			// No member takes the map: the writes waiting for it would wait forever. They fail.
+			lost := g.waiting
+			g.waiting = nil
+			for t := lost; t != nil; t = t.mapNext {
+				t.mapLost = true
+			}
 			g.mu.Unlock()
+			resumeTags(lost)
 			return err
 		}
 		if g.a.Degraded() {

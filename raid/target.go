@@ -47,6 +47,7 @@ type tagState struct {
 	// The region map's hold on a write (regions.go).
 	mapBegun  bool      // WRITE: counted in flight in the map
 	mapFailed bool      // WRITE: the map refused it
+	mapLost   bool      // WRITE: the map generation it waited for reached no member
 	mapGen    uint64    // WRITE: the map generation it waits for
 	mapNext   *tagState // link in a map wait list
 }
@@ -141,7 +142,7 @@ func (a *Array) Serve(r *ublk.Request) {
 	t := a.tag(r)
 	t.pending, t.err, t.req = 0, 0, r
 	t.start = latency.Now()
-	t.mapBegun, t.mapFailed = false, false
+	t.mapBegun, t.mapFailed, t.mapLost = false, false, false
 	switch r.Op {
 	case ublk.OpRead:
 		a.serveRead(r, t)
@@ -272,6 +273,11 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 		return
 	}
 	if t.mapFailed {
+		r.Complete(-int32(unix.EIO))
+		return
+	}
+	if t.mapLost {
+		a.regions.endWrite(r, t, false)
 		r.Complete(-int32(unix.EIO))
 		return
 	}
