@@ -107,8 +107,8 @@ func (e *Engine) leastStall(p *ReadPiece, start, skip int) int {
 		if c < 0 {
 			c += p.N
 		}
-		if c == skip {
-			continue
+		if c == skip || p.Copies[c].Len <= 0 {
+			continue // a copy the caller left out
 		}
 		m := e.members[p.Copies[c].Member]
 		if m.isDown.Load() {

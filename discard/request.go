@@ -47,7 +47,8 @@ type Ticket struct {
 }
 
 // ReadPiece is one piece of a read: the same bytes on up to MaxCopies
-// members, Copies[:N], every Range of the same length.
+// members, Copies[:N], every Range of the same length. A caller leaves a
+// copy out by setting its Len to 0: it is never picked.
 type ReadPiece struct {
 	Copies [MaxCopies]Range
 	N      int

@@ -497,6 +497,9 @@ func (a *Array) recordFailures() error {
 		before := a.recordedSeq.Load()
 		err := a.writeSuperblocks(StateDirty)
 		if a.recordedSeq.Load() == before {
+			if err == nil {
+				err = errors.New("no member in service")
+			}
 			return fmt.Errorf("record a member's failure: no member took the superblocks: %w", err)
 		}
 	}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"uraid/discard"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -302,4 +306,72 @@ func TestReAddOfUnfinishedRebuild(t *testing.T) {
 	require.Empty(t, m.a.SyncStatus().Last.Error)
 	require.NoError(t, m.a.FailMember(m.paths[0]))
 	m.readAll(want)
+}
+
+// trimGates holds each member's TRIMs at a gate of its own, then punches them for real.
+type trimGates struct {
+	mu    sync.Mutex
+	gates map[string]chan struct{}
+	in    chan string // a TRIM reached the member at this path
+}
+
+func (g *trimGates) gate(path string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gates[path] == nil {
+		g.gates[path] = make(chan struct{}, 16)
+	}
+	return g.gates[path]
+}
+
+func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+	return discard.Blocking(func(off, n int64) error {
+		g.in <- m.Path
+		<-g.gate(m.Path)
+		return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))
+	}, nil), nil
+}
+
+// TestParkedReadSkipsARebuiltSlot: a read parked behind a TRIM, whose other copy's member fails
+// and is replaced by a blank device being rebuilt meanwhile, reads from the copy that holds the
+// data when it goes on, never from the blank one. (The copies a read could use were chosen when
+// it arrived; the new device took the failed one's place in the engine and the read took zeros
+// from it. Found by the robustness harness, seed 5.)
+func TestParkedReadSkipsARebuiltSlot(t *testing.T) {
+	for slot := range 2 {
+		t.Run(fmt.Sprint("slot", slot), func(t *testing.T) {
+			dir := memDir(t)
+			paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
+			ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+			require.NoError(t, err)
+			g := &trimGates{gates: map[string]chan struct{}{}, in: make(chan string, 16)}
+			a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: g.issuer})
+			require.NoError(t, err)
+			t.Cleanup(func() { a.Close() })
+			require.NoError(t, a.MarkDirty())
+			h := harness(t, a)
+			data := bytes.Repeat([]byte{0x44}, 64<<10)
+			do(t, h, ublk.OpWrite, 0, data)
+			do(t, h, ublk.OpDiscard, 0, make([]byte, 4096)) // one block of sixteen
+			<-g.in
+			<-g.in
+			require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 0, Length: 64 << 10}))
+			require.NoError(t, a.FailMember(paths[slot]))
+			require.NoError(t, a.RemoveMember(paths[slot]))
+			added := make(chan error, 1)
+			go func() { _, err := a.AddMember(blank(t, "new"), false); added <- err }()
+			g.gate(paths[slot]) <- struct{}{} // the failed member's TRIM ends: its slot is revived
+			require.NoError(t, <-added)
+			g.gate(paths[1-slot]) <- struct{}{} // the survivor's: the read goes on
+			tag, res, err := h.Wait()
+			require.NoError(t, err)
+			require.Equal(t, uint16(1), tag)
+			require.EqualValues(t, 64<<10, res)
+			assert.Equal(t, data[4096:], h.Buf(1)[4096:64<<10], "the parked read took bytes from the device being rebuilt")
+			for range 4 {
+				g.gate(paths[1-slot]) <- struct{}{}
+			}
+			a.WaitSync()
+		})
+	}
 }

@@ -162,9 +162,23 @@ func (a *Array) Resume(r *ublk.Request) {
 	t := a.tag(r)
 	switch r.Op {
 	case ublk.OpRead:
+		for i := range t.read.Pieces {
+			a.keepReadable(&t.read.Pieces[i])
+		}
 		a.admitRead(r, t)
 	case ublk.OpWrite:
 		a.admitWrite(r, t)
+	}
+}
+
+// keepReadable leaves out of a read's piece the copies whose member is no longer active: while
+// the read waited, a member may have failed and a blank device, still being rebuilt, may have
+// taken its slot in the engine.
+func (a *Array) keepReadable(p *discard.ReadPiece) {
+	for k := range p.Copies[:p.N] {
+		if !a.active(p.Copies[k].Member) {
+			p.Copies[k].Len = 0
+		}
 	}
 }
 
@@ -376,6 +390,7 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		}
 		a.fail(c.Member, err)
 		// Fail over to another copy; with none left the request fails.
+		a.keepReadable(&t.read.Pieces[i])
 		if a.engine.Reread(&t.read, i) {
 			a.prepRead(r, t, i)
 		} else {
