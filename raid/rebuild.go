@@ -10,6 +10,7 @@ import (
 
 	"uraid/discard"
 	"uraid/internal/blkdiscard"
+	"uraid/internal/plant"
 	"uraid/mapping"
 	"uraid/region"
 )
@@ -96,6 +97,13 @@ func (a *Array) FailMember(path string) error {
 // readableWithout reports whether every byte keeps a working copy without member i. It asks of
 // a copy of the states: the live ones are what the queue goroutine serves by.
 func (a *Array) readableWithout(i int) bool {
+	if plant.Is("D") {
+		old := a.state[i].Load()
+		a.state[i].Store(int32(MemberFailed))
+		ok := a.readable()
+		a.state[i].Store(old)
+		return ok
+	}
 	st := a.states()
 	st[i] = MemberFailed
 	return a.readableIn(st)
@@ -454,6 +462,11 @@ func (s *syncer) rebuild(j *syncJob, t rebuildTarget, from int) error {
 		s.g.setCursor(region.Cursor{Action: action, Member: uint32(t.slot), Position: r + 1})
 		hit(FailpointRebuildCursor)
 	}
+	if plant.Is("B") && s.a.m.Copies() == 2 {
+		for r := range settled {
+			settled[r] = true
+		}
+	}
 	return s.a.finishRebuild(t, settled)
 }
 
@@ -466,12 +479,16 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 		return false, errCancelled
 	default:
 	}
+	early := plant.Is("A") && !t.onlyResync && s.g.trimmed(r)
 	hit(FailpointRebuildRegion)
 	off, n := s.g.lock(r)
 	defer s.g.unlock()
 	// Only under the lock: a write that lands before it dirties the region and reaches the
 	// target, and a region taken for trimmed then would punch that write out of the target.
 	trimmed := !t.onlyResync && s.g.trimmed(r)
+	if plant.Is("A") {
+		trimmed = early
+	}
 	whole := !t.shadow && s.a.m.Copies() == 2
 	copied := false
 	for pos := off; pos < off+n; pos += syncStep {
@@ -524,7 +541,7 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 			return false, err
 		}
 	}
-	if copied {
+	if copied && !plant.Is("F") {
 		if err := t.dev.File.Sync(); err != nil {
 			s.a.accountSync(t.slot, true, 0, err)
 			return false, fmt.Errorf("rebuild member %d onto %s: sync: %w", t.slot, t.dev.Path, err)

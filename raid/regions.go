@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/discard"
+	"uraid/internal/plant"
 	"uraid/region"
 	"uraid/ublk"
 )
@@ -382,7 +383,7 @@ func (g *regions) beginWrite(r *ublk.Request, t *tagState) bool {
 		return true
 	}
 	t.mapBegun = true
-	if gen == 0 {
+	if gen == 0 || plant.Is("map") {
 		g.mu.Unlock()
 		return true
 	}

@@ -1,0 +1,17 @@
+// Package plant reintroduces known defects into the array's code, one at a time, so that the
+// robustness harness can prove it finds each of them (robust.TestPlanted). A planted defect is
+// compiled in only with the build tag uraid_plant: without it Is is a constant false and every
+// planted branch is dead code the compiler drops.
+//
+// The defects, named by the robustness issue's letters and by the harness's own mutations:
+//
+//	A  a rebuild decides whether a region is trimmed before it locks the region
+//	B  a rebuild's end counts every region needing resync as resynced (two copies)
+//	C  a write that left out a copy is acknowledged before the failure is recorded
+//	D  a refused fail tests the last-copy rule by storing the failed state into the live one
+//	E  assemble takes a member too small for the data area
+//	F  a rebuild moves its checkpoint without flushing what it copied
+//	map       a write goes to the members before its regions are dirty on disk
+//	resync    a resync counts a region in sync without flushing what it copied
+//	recovery  assemble takes a stale member (events behind) as current
+package plant
