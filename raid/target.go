@@ -305,6 +305,13 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 		if t.failed[i] {
 			continue
 		}
+		if t.shadow[i] == nil && !a.writable(e.Member) {
+			// Its member left while the write waited (failed, perhaps removed): the copy is
+			// left out, and the write waits for that failure to be on record.
+			a.engine.EndWrite(&t.write, i)
+			t.failed[i] = true
+			continue
+		}
 		// Every copy of a mirror writes from the request's same pages.
 		fd := a.fd(e.Member)
 		if sh := t.shadow[i]; sh != nil {
@@ -559,4 +566,10 @@ func (a *Array) userIO() uint64 {
 	return n
 }
 
-func (a *Array) fd(member int) int { return int(a.members[member].File.Fd()) }
+// fd is member's descriptor; -1 (the I/O fails) for a slot emptied meanwhile.
+func (a *Array) fd(member int) int {
+	if m := a.members[member]; m != nil {
+		return int(m.File.Fd())
+	}
+	return -1
+}

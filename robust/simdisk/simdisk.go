@@ -104,7 +104,8 @@ type FS struct {
 	fhs    map[uint64]fh
 	fhMu   sync.Mutex
 
-	stats Stats
+	stats    Stats
+	devMinor int
 }
 
 type fh struct {
@@ -137,14 +138,38 @@ func Mount(parent string, seed uint64) (*FS, error) {
 		return nil, fmt.Errorf("mount simulated disks (FUSE) at %s: %w", dir, err)
 	}
 	fs.srv = srv
+	var st syscall.Stat_t
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		srv.Unmount()
 		os.Remove(dir)
 		return nil, err
 	}
+	if syscall.Stat(dir, &st) == nil {
+		fs.devMinor = int(st.Dev&0xff) | int(st.Dev>>12&^0xff) // the connection's number
+	}
+	live.Store(fs, struct{}{})
 	return fs, nil
 }
+
+// live lists the mounted file systems, for AbortAll.
+var live sync.Map // *FS -> struct{}
+
+// AbortAll aborts and detaches every file system still mounted. A process must not exit while
+// one of its threads waits on its own FUSE mount: that thread never returns and the process never
+// finishes exiting. A test binary calls it before it exits, and from its watchdog.
+func AbortAll() {
+	live.Range(func(k, _ any) bool {
+		fs := k.(*FS)
+		fs.abort()
+		_ = syscall.Unmount(fs.dir, syscall.MNT_DETACH)
+		return true
+	})
+}
+
+// Abort aborts the file system's connection: every operation waiting on it fails, and every one
+// after it. For a run that must end while requests hang.
+func (fs *FS) Abort() { fs.abort() }
 
 // Dir is the mount point; a disk named n is the file Dir()/n.
 func (fs *FS) Dir() string { return fs.dir }
@@ -157,13 +182,32 @@ func (fs *FS) Close() error {
 	fs.mu.Lock()
 	fs.gen++
 	fs.mu.Unlock()
+	defer live.Delete(fs)
 	err := fs.srv.Unmount()
 	if err != nil {
-		// Something holds a file open: abort the connection rather than hang.
+		// Something holds a file open, or waits on the file system: abort the connection, so that
+		// whatever waits fails instead of holding up this process's exit for ever, and detach.
+		fs.abort()
 		_ = syscall.Unmount(fs.dir, syscall.MNT_DETACH)
 	}
 	os.Remove(fs.dir)
 	return err
+}
+
+// abort aborts the FUSE connection of the mount (fusectl, mounted if it is not).
+func (fs *FS) abort() {
+	var st syscall.Stat_t
+	if fs.devMinor == 0 {
+		if syscall.Stat(fs.dir, &st) != nil {
+			return
+		}
+		fs.devMinor = int(st.Dev&0xff) | int(st.Dev>>12&^0xff)
+	}
+	const ctl = "/sys/fs/fuse/connections"
+	if _, err := os.Stat(filepath.Join(ctl, fmt.Sprint(fs.devMinor))); err != nil {
+		_ = syscall.Mount("none", ctl, "fusectl", 0, "")
+	}
+	_ = os.WriteFile(filepath.Join(ctl, fmt.Sprint(fs.devMinor), "abort"), []byte("1"), 0)
 }
 
 // Add makes a disk of size bytes, zero-filled. filler is what its punched sectors read as.
@@ -340,12 +384,10 @@ func (fs *FS) do(h uint64, op Op, data []byte) (n int, err error) {
 	case Flush:
 		fs.stats.Flushes++
 		fs.seq++
-		for _, p := range d.log { // in order, as they took effect on the current image
-			if p.data == nil {
-				d.fillHole(d.durable, p.off, p.off+p.len)
-			} else {
-				copy(d.durable[p.off:], p.data)
-			}
+		for _, p := range d.log {
+			// What reads see now is what the flush makes durable: later writes, FUA ones
+			// included, over the logged ones.
+			copy(d.durable[p.off:p.off+p.len], d.cur[p.off:p.off+p.len])
 			for s := p.off / Sector; s*Sector < p.off+p.len; s++ {
 				d.durSeq[s] = fs.seq
 			}

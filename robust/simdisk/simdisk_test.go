@@ -109,3 +109,18 @@ func TestPunchAndFilter(t *testing.T) {
 	assert.Equal(t, bytes.Repeat([]byte{0xee}, 4096), fs.Snapshot("d")[:4096], "a flushed punch was lost")
 	assert.Equal(t, aligned(4096, 1), fs.Snapshot("d")[4096:8192])
 }
+
+// TestFlushAfterFUA: a flush after a FUA write over an older cached write of the same sector
+// keeps the FUA write (the older one must not come back).
+func TestFlushAfterFUA(t *testing.T) {
+	fs := mountT(t)
+	fs.Add("d", 1<<20, 0)
+	fd := openDisk(t, fs, "d")
+	_, err := unix.Pwrite(fd, aligned(4096, 1), 0)
+	require.NoError(t, err)
+	_, err = unix.Pwritev2(fd, [][]byte{aligned(4096, 2)}, 0, unix.RWF_DSYNC)
+	require.NoError(t, err)
+	require.NoError(t, unix.Fdatasync(fd))
+	fs.PowerLoss()
+	assert.Equal(t, aligned(4096, 2), fs.Snapshot("d")[:4096])
+}

@@ -1,0 +1,315 @@
+package robust
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"uraid/raid"
+)
+
+// admin changes the array while the workload runs, as an operator, a failing disk and a power
+// cut would, until stop closes.
+func (w *world) admin(rng *rand.Rand, stop <-chan struct{}) {
+	first := true
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if w.crashedNow() || w.failed() {
+			return
+		}
+		p := rng.IntN(100)
+		if first {
+			// Right after an assemble, before the resync is done: a member failing now is what
+			// leaves other pairs' regions for the resync after the rebuild.
+			p = []int{0, 25, 40}[rng.IntN(3)]
+			first = false
+		}
+		switch {
+		case p < 20:
+		case p < 32:
+			w.failOne(rng)
+		case p < 36:
+			w.refusedFails(rng)
+		case p < 44:
+			w.injectWriteError(rng)
+		case p < 60:
+			w.removeAndAdd(rng)
+		case p < 68:
+			w.replace(rng)
+		case p < 76:
+			action := []string{raid.SyncCheck, raid.SyncRepair}[rng.IntN(2)]
+			if err := w.a.StartSync(action, raid.SyncOptions{}); err == nil {
+				w.stats.Checks++
+				w.logf("%s started", action)
+			}
+		case p < 88:
+			fp := &fpCrash{name: failpoints[rng.IntN(len(failpoints))], delay: time.Duration(rng.IntN(3000)) * time.Microsecond}
+			fp.n.Store(int32(1 + rng.IntN(6)))
+			w.fpArm.Store(fp)
+			w.logf("power loss armed at the %d-th %s", fp.n.Load(), fp.name)
+		case p < 93:
+			w.cut(endPowerLoss, "at a random moment")
+			return
+		default:
+			w.cut(endKill, "at a random moment")
+			return
+		}
+		w.recordMembers()
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(rng.IntN(4000)) * time.Microsecond):
+		}
+	}
+}
+
+// slots returns the array's member slots as status shows them.
+func (w *world) slots() []raid.MemberStatus { return w.a.Status("", 0).Members }
+
+func inService(m raid.MemberStatus) bool {
+	return m.State == raid.MemberActive.String() || m.State == raid.MemberRebuilding.String()
+}
+
+// failOne fails a random member in service (refused for the last copy of some data).
+func (w *world) failOne(rng *rand.Rand) {
+	var cands []string
+	for _, m := range w.slots() {
+		if inService(m) {
+			cands = append(cands, m.Path)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	p := cands[rng.IntN(len(cands))]
+	err := w.a.FailMember(p)
+	switch {
+	case err == nil:
+		w.stats.Fails++
+		w.logf("failed %s", w.name(p))
+	case errors.Is(err, raid.ErrLastCopy):
+		w.stats.Refused++
+	default:
+		w.logf("fail %s: %v", w.name(p), firstLine(err))
+	}
+}
+
+// refusedFails asks, again and again, to fail a member that holds the last copy of some data,
+// while the workload reads: a refusal must cost no request anything.
+func (w *world) refusedFails(rng *rand.Rand) {
+	for _, m := range w.slots() {
+		if m.State != raid.MemberActive.String() {
+			continue
+		}
+		for range 200 {
+			if err := w.a.FailMember(m.Path); !errors.Is(err, raid.ErrLastCopy) {
+				if err == nil {
+					w.stats.Fails++
+					w.logf("failed %s", w.name(m.Path))
+				}
+				return
+			}
+			w.stats.Refused++
+		}
+	}
+}
+
+// injectWriteError makes the next data write of a random member fail, as a dying disk would.
+func (w *world) injectWriteError(rng *rand.Rand) {
+	ms := w.slots()
+	active := 0
+	for _, m := range ms {
+		if m.State == raid.MemberActive.String() {
+			active++
+		}
+	}
+	if active < len(ms) {
+		return // one member out at a time: the array keeps a copy of everything
+	}
+	m := ms[rng.IntN(len(ms))]
+	f := &fault{disk: w.name(m.Path)}
+	f.n.Store(1)
+	w.faults.Store(f)
+	w.stats.Injected++
+	w.logf("the next data write of %s fails", f.disk)
+}
+
+// removeAndAdd removes the failed members and spares nothing; then fills an empty slot (or
+// adds a spare) with a blank disk or one the array let go of.
+func (w *world) removeAndAdd(rng *rand.Rand) {
+	for _, m := range w.slots() {
+		if m.Path != "" && m.State == raid.MemberFailed.String() {
+			if err := w.a.RemoveMember(m.Path); err == nil {
+				w.retired = append(w.retired, w.name(m.Path))
+				w.logf("removed %s", w.name(m.Path))
+			}
+		}
+	}
+	d, force := w.spareDisk(rng)
+	if d == "" {
+		return
+	}
+	msg, err := w.a.AddMember(w.path(d), force)
+	if err != nil {
+		w.logf("add %s: %v", d, firstLine(err))
+		w.retired = append(w.retired, d)
+		return
+	}
+	w.stats.Adds++
+	w.logf("added %s: %s", d, msg)
+}
+
+// spareDisk takes a disk for an add or a replace: a blank one, or one the array let go of
+// (force: it carries the array's superblock).
+func (w *world) spareDisk(rng *rand.Rand) (string, bool) {
+	if len(w.retired) > 0 && (len(w.blank) == 0 || rng.IntN(2) == 0) {
+		k := rng.IntN(len(w.retired))
+		d := w.retired[k]
+		w.retired = slices.Delete(w.retired, k, k+1)
+		return d, true
+	}
+	if len(w.blank) > 0 {
+		d := w.blank[0]
+		w.blank = w.blank[1:]
+		return d, false
+	}
+	return "", false
+}
+
+// replace replaces a random active member by another disk while it serves.
+func (w *world) replace(rng *rand.Rand) {
+	var cands []string
+	for _, m := range w.slots() {
+		if m.State == raid.MemberActive.String() && m.Replacement == "" {
+			cands = append(cands, m.Path)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	old := cands[rng.IntN(len(cands))]
+	d, force := w.spareDisk(rng)
+	if d == "" {
+		return
+	}
+	if err := w.a.ReplaceMember(old, w.path(d), force); err != nil {
+		w.logf("replace %s by %s: %v", w.name(old), d, firstLine(err))
+		w.retired = append(w.retired, d)
+		return
+	}
+	w.retired = append(w.retired, w.name(old)) // let go of once the replace ends
+	w.stats.Replaces++
+	w.logf("replacing %s by %s", w.name(old), d)
+}
+
+// verify waits for the sync jobs to end, then reads every copy of every block the workload
+// touched straight from the disks, into the history: each must be a value the block may hold,
+// and copies of one block must agree (unless it reads as anything).
+func (w *world) verify() {
+	w.a.WaitSync()
+	st := w.a.Status("", 0)
+	if st.Regions == nil || st.Regions.NeedResync > 0 || st.State != raid.StateNameActive && st.State != raid.StateNameClean {
+		return // degraded, or copies left to resync: they may differ yet
+	}
+	for _, m := range st.Members {
+		if m.State != raid.MemberActive.String() || m.Replacement != "" {
+			return
+		}
+	}
+	w.stats.Verified++
+	buf := make([]byte, Block)
+	w.hmu.Lock()
+	defer w.hmu.Unlock()
+	blocks := make([]int64, 0, len(w.hist.ops))
+	for b := range w.hist.ops {
+		blocks = append(blocks, b)
+	}
+	slices.Sort(blocks)
+	for _, b := range blocks {
+		pieces, err := w.a.Map().Read(b*Block, Block, nil)
+		if err != nil {
+			w.failure = &Failure{Seed: w.cfg.Seed, Request: w.stats.Requests, What: fmt.Sprintf("map block %d: %v", b, err)}
+			return
+		}
+		for _, p := range pieces {
+			for _, e := range p.Copies[:p.N] {
+				w.fs.ReadAt(w.name(st.Members[e.Member].Path), buf, w.dataOff+e.Offset)
+				v := valueOf(buf, b)
+				note := fmt.Sprintf("copy on %s at %d", w.name(st.Members[e.Member].Path), w.dataOff+e.Offset)
+				if v == valGarbage {
+					note += fmt.Sprintf(": % x", buf[:24]) + garbageStory(buf, b)
+				}
+				c := w.hist.now()
+				w.hist.add(w.cfg.Depth+2, blockIn{kind: kRead, block: b, note: note}, v, c, w.hist.now())
+				w.stats.CopyReads++
+			}
+		}
+	}
+	w.logf("verified every copy of %d blocks", len(blocks))
+	w.hmu.Unlock()
+	w.checkHistory()
+	w.hmu.Lock()
+}
+
+// checkHistory checks the history so far; a block that is not linearizable is the finding, with
+// porcupine's page of its history.
+func (w *world) checkHistory() {
+	w.hmu.Lock()
+	v, err := w.hist.check(time.Minute)
+	w.hmu.Unlock()
+	if err != nil {
+		w.fail("%v", err)
+		return
+	}
+	if v == nil {
+		return
+	}
+	ops := slices.Clone(v.ops)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+	var story strings.Builder
+	for _, o := range ops[max(0, len(ops)-60):] {
+		fmt.Fprintf(&story, "\n  [%d, %d] client %d: %s", o.Call, o.Return, o.ClientId, blockModel.DescribeOperation(o.Input, o.Output))
+	}
+	what := fmt.Sprintf("block %d: its history is not linearizable against the block model; its last operations:%s", v.block, story.String())
+	page := ""
+	if f, err := os.CreateTemp("", fmt.Sprintf("uraid-robust-%d-block%d-*.html", w.cfg.Seed, v.block)); err == nil {
+		if porcupine.Visualize(blockModel, v.info, f) == nil {
+			page = f.Name()
+		}
+		f.Close()
+	}
+	w.fail("%s", what)
+	w.hmu.Lock()
+	w.failure.Visualization = page
+	w.hmu.Unlock()
+}
+
+// garbageStory says where a block that looks like a write's differs from it: a torn block.
+func garbageStory(b []byte, blk int64) string {
+	if binary.LittleEndian.Uint32(b) != magic {
+		return ""
+	}
+	var want [Block]byte
+	fillBlock(want[:], binary.LittleEndian.Uint64(b[4:]), int64(binary.LittleEndian.Uint64(b[12:])))
+	first, last := -1, -1
+	for i := range Block {
+		if b[i] != want[i] {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	return fmt.Sprintf(" (differs from its write in bytes [%d, %d])", first, last)
+}

@@ -1,0 +1,192 @@
+package robust
+
+import (
+	"time"
+
+	"uraid/raid"
+	"uraid/ublk"
+)
+
+// A request in flight on a tag.
+type inflight struct {
+	op         ublk.Op
+	fua        bool
+	first, n   int64 // blocks
+	id         uint64
+	call       int64
+	busy       bool
+	crashedOut bool
+}
+
+// io runs n requests (fewer if the disks are cut) at a random queue depth.
+func (w *world) io(n int) {
+	if w.tags == nil {
+		w.tags = make([]inflight, w.cfg.Depth)
+	}
+	tags := w.tags
+	qd := 1 + w.rng.IntN(w.cfg.Depth)
+	for i := 0; i < n && !w.done(); {
+		if w.crashedNow() {
+			return
+		}
+		for tag := range tags {
+			if w.inflight >= qd || i >= n {
+				break
+			}
+			if tags[tag].busy {
+				continue
+			}
+			w.startRequest(uint16(tag), &tags[tag])
+			i++
+		}
+		w.reap(tags)
+	}
+	for w.inflight > 0 && !w.crashedNow() {
+		w.reap(tags)
+	}
+}
+
+// start starts a random request on tag.
+func (w *world) startRequest(tag uint16, t *inflight) {
+	var first int64
+	if w.rng.IntN(10) < 7 {
+		first = w.hot[w.rng.IntN(len(w.hot))]
+	} else {
+		first = w.rng.Int64N(w.blocks)
+	}
+	nb := min(int64(1+w.rng.IntN(8)), w.blocks-first)
+	*t = inflight{first: first, n: nb, busy: true}
+	switch p := w.rng.IntN(100); {
+	case p < 40:
+		t.op = ublk.OpRead
+		w.stats.Reads++
+	case p < 82:
+		t.op = ublk.OpWrite
+		t.fua = w.rng.IntN(8) == 0
+		w.lastID++
+		t.id = w.lastID
+		buf := w.h.Buf(tag)
+		for b := range nb {
+			fillBlock(buf[b*Block:(b+1)*Block], t.id, first+b)
+		}
+		w.stats.Writes++
+	case p < 92:
+		t.op = ublk.OpDiscard
+		w.stats.Discards++
+	default:
+		t.op = ublk.OpFlush
+		t.first, t.n = 0, 0
+		w.stats.Flushes++
+	}
+	w.stats.Requests++
+	w.hmu.Lock()
+	t.call = w.hist.now()
+	w.hmu.Unlock()
+	req := ublk.HarnessRequest{Op: t.op, Offset: t.first * Block, Length: t.n * Block, FUA: t.fua}
+	if err := w.h.Start(tag, req); err != nil {
+		w.fail("start %v: %v", t.op, err)
+		t.busy = false
+		return
+	}
+	w.inflight++
+}
+
+// reap waits for one request to finish and records it.
+func (w *world) reap(tags []inflight) {
+	if w.inflight == 0 {
+		return
+	}
+	tag, res, err := w.h.Wait()
+	if err != nil {
+		w.fail("harness wait: %v", err)
+		w.inflight = 0
+		return
+	}
+	w.inflight--
+	t := &tags[tag]
+	t.busy = false
+	w.finished(tag, t, res)
+}
+
+// record adds a finished request to the history.
+func (w *world) finished(tag uint16, t *inflight, res int32) {
+	w.hmu.Lock()
+	ret := w.hist.now()
+	unknown := w.crashed && ret > w.crashAt // finished after the cut: its outcome is anyone's guess
+	w.hmu.Unlock()
+	ok := res >= 0
+	if !ok && !unknown {
+		// An error is allowed only when some data has no working copy left.
+		if st := w.a.Status("", 0); st.State != raid.StateNameFailed {
+			w.fail("%v of blocks [%d, +%d) failed (%d) while the array is %s: a working copy of every block exists",
+				t.op, t.first, t.n, res, st.State)
+		}
+	}
+	client := int(tag)
+	switch t.op {
+	case ublk.OpRead:
+		if !ok || unknown {
+			return
+		}
+		buf := w.h.Buf(tag)
+		w.hmu.Lock()
+		for b := range t.n {
+			v := valueOf(buf[b*Block:(b+1)*Block], t.first+b)
+			w.hist.add(client, blockIn{kind: kRead, block: t.first + b}, v, t.call, ret)
+		}
+		w.hmu.Unlock()
+	case ublk.OpWrite:
+		kind := kWrite
+		if !ok || unknown {
+			kind = kWriteMaybe
+		}
+		w.hmu.Lock()
+		for b := range t.n {
+			w.hist.add(client, blockIn{kind: kind, block: t.first + b, val: t.id, fua: t.fua && kind == kWrite}, 0, t.call, ret)
+		}
+		w.hmu.Unlock()
+	case ublk.OpDiscard:
+		kind := kDiscard
+		if !ok || unknown {
+			kind = kDiscardMaybe
+		}
+		w.hmu.Lock()
+		for b := range t.n {
+			w.hist.add(client, blockIn{kind: kind, block: t.first + b}, 0, t.call, ret)
+		}
+		w.hmu.Unlock()
+	case ublk.OpFlush:
+		if ok && !unknown {
+			w.hmu.Lock()
+			w.hist.addGlobal(client, blockIn{kind: kFlush}, t.call, ret)
+			w.hmu.Unlock()
+		}
+	}
+}
+
+// drain waits for the requests in flight, bounded: a request that never finishes is a finding
+// (a hang the kernel would show as a stuck process).
+func (w *world) drain() {
+	if w.inflight == 0 {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for w.inflight > 0 {
+			w.reap(w.tags)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(drainLimit):
+		w.fail("%d requests never finished (waited %v after the epoch ended)", w.inflight, drainLimit)
+		// Whatever waits on the disks fails from here on; what waits in the array stays. The
+		// run ends without closing either.
+		w.abandoned = true
+		w.fs.Abort()
+	}
+}
+
+// drainLimit turns a hang into a failure; far above any request's time on a busy machine.
+const drainLimit = 60 * time.Second

@@ -1,0 +1,118 @@
+package robust
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"uraid/mapping"
+	"uraid/robust/simdisk"
+)
+
+var (
+	seedFlag     = flag.Uint64("robust.seed", 0, "the run's seed (0: from the clock; each failure prints its own)")
+	opsFlag      = flag.Int("robust.ops", 0, "requests per layout (0: the bounded default, or -robust.duration)")
+	durationFlag = flag.Duration("robust.duration", 0, "wall time per layout (0: bounded by requests)")
+	layoutFlag   = flag.String("robust.layout", "", "one layout: raid1, raid10-near, raid10-far, raid10-offset (default: each)")
+	verboseFlag  = flag.Bool("robust.v", false, "log every step")
+	deadlineFlag = flag.Duration("robust.deadline", 20*time.Minute, "the whole run's limit: past it the disks are aborted and the run fails")
+)
+
+// layouts are the redundant layouts the harness runs, each with its own share of the run.
+var layouts = []struct {
+	name string
+	cfg  Config
+}{
+	{"raid10-near", Config{Level: mapping.RAID10, Layout: mapping.Near2, Members: 4, Chunk: 64 << 10}},
+	{"raid1", Config{Level: mapping.RAID1, Members: 2}},
+	{"raid10-far", Config{Level: mapping.RAID10, Layout: mapping.Far2, Members: 3, Chunk: 16 << 10}},
+	{"raid10-offset", Config{Level: mapping.RAID10, Layout: mapping.Offset2, Members: 4, Chunk: 64 << 10}},
+}
+
+// logPath is where the array's own messages go during the run: the harness makes thousands.
+var logPath string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f, err := os.CreateTemp("", "uraid-robust-*.log"); err == nil {
+		logPath = f.Name()
+		os.Stderr = f // before any array runs: the packages below log to os.Stderr
+	}
+	// io_uring may issue a request to a simulated disk from task work on any thread of the
+	// process, a thread that then waits for this process's own FUSE server while it holds its P:
+	// enough Ps keep the server running beside such threads.
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 32))
+	// A run that hangs must not leave the process waiting on its own disks at exit: the watchdog
+	// aborts them first, and so does the end of the run.
+	go func() {
+		time.Sleep(*deadlineFlag)
+		simdisk.AbortAll() // first: a goroutine dump stops the world, which a thread stuck on the disks never joins
+		fmt.Fprintf(os.Stdout, "robust: the run passed its deadline of %v: the simulated disks are aborted; the goroutines:\n", *deadlineFlag)
+		pprof.Lookup("goroutine").WriteTo(os.Stdout, 1)
+		os.Exit(3)
+	}()
+	code := m.Run()
+	simdisk.AbortAll()
+	os.Exit(code)
+}
+
+// needFUSE skips without FUSE, or fails when the run says the harness must run (make test sets
+// URAID_ROBUST=1).
+func needFUSE(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
+		if os.Getenv("URAID_ROBUST") != "" {
+			t.Fatalf("URAID_ROBUST is set but the harness cannot mount its disks (/dev/fuse: %v, euid %d): run as root on a host with fuse", err, os.Geteuid())
+		}
+		t.Skip("the robustness harness needs root and /dev/fuse (make test sets URAID_ROBUST, which makes this a failure)")
+	}
+}
+
+// replay is the one-line command that runs a failure's seed again.
+func replay(layout string, seed uint64, ops int, d time.Duration) string {
+	bound := fmt.Sprintf("-robust.ops=%d", ops)
+	if d > 0 {
+		bound = fmt.Sprintf("-robust.duration=%v", d)
+	}
+	return fmt.Sprintf("go test ./robust -run 'TestRobustness/%s$' -robust.seed=%d %s -robust.v", layout, seed, bound)
+}
+
+// TestRobustness runs the harness over each redundant layout: a random workload, membership
+// changes, member errors, power losses, kills and clean stops, with every copy read back and the
+// history checked for linearizability.
+func TestRobustness(t *testing.T) {
+	needFUSE(t)
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	ops, d := *opsFlag, *durationFlag
+	if ops == 0 && d == 0 {
+		ops = 6000
+	}
+	for _, l := range layouts {
+		if *layoutFlag != "" && *layoutFlag != l.name {
+			continue
+		}
+		t.Run(l.name, func(t *testing.T) {
+			cfg := l.cfg
+			cfg.Seed, cfg.Ops, cfg.Duration = seed, ops, d
+			if *verboseFlag {
+				cfg.Log = func(s string) { fmt.Println(s) } // now, not at the test's end: a hang shows where
+			}
+			start := time.Now()
+			f, st, err := Run(cfg, os.TempDir())
+			if err != nil {
+				t.Fatalf("the harness could not run: %v\nreplay: %s", err, replay(l.name, seed, ops, d))
+			}
+			t.Logf("%s in %v", st, time.Since(start).Round(time.Millisecond))
+			if f != nil {
+				t.Fatalf("%v\nthe array's log: %s\nreplay: %s", f, logPath, replay(l.name, seed, ops, d))
+			}
+		})
+	}
+}

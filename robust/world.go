@@ -1,0 +1,491 @@
+package robust
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"uraid/internal/failpoint"
+	"uraid/mapping"
+	"uraid/raid"
+	"uraid/robust/simdisk"
+	"uraid/ublk"
+)
+
+// Config is one run of the harness.
+type Config struct {
+	Seed uint64
+	// Ops bounds the run by read, write, discard and flush requests; Duration by wall time
+	// (whichever comes first; zero: no bound of that kind).
+	Ops      int
+	Duration time.Duration
+
+	Level   mapping.Level
+	Layout  mapping.Layout
+	Members int
+	Chunk   int64
+	// Size is the array's size; each disk holds a little more.
+	Size  int64
+	Depth int
+
+	// Log, when set, hears what the run does, one line per step.
+	Log func(string)
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Requests, Reads, Writes, Discards, Flushes int
+	Epochs, PowerLosses, Kills, Stops          int
+	FailpointCrashes                           int
+	Fails, Refused, Injected, Adds, Replaces   int
+	Checks, Verified, CopyReads                int
+	Disk                                       simdisk.Stats
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards, %d flushes), %d epochs: %d power losses (%d at failpoints), %d kills, %d clean stops; "+
+		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads)",
+		s.Requests, s.Reads, s.Writes, s.Discards, s.Flushes, s.Epochs, s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
+		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads)
+}
+
+// Failure is what a run found.
+type Failure struct {
+	Seed    uint64
+	Request int // the request count when it was found
+	What    string
+	// Visualization is a porcupine page of the block's history, when the check found it.
+	Visualization string
+}
+
+func (f *Failure) Error() string {
+	s := fmt.Sprintf("seed %d, after %d requests: %s", f.Seed, f.Request, f.What)
+	if f.Visualization != "" {
+		s += "\nhistory of the block: " + f.Visualization
+	}
+	return s
+}
+
+const dataDisk = "m"
+
+// world is a run in progress.
+type world struct {
+	cfg Config
+	rng *rand.Rand
+	fs  *simdisk.FS
+
+	disks    []string      // every disk's name
+	blank    []string      // disks never used by the array
+	retired  []string      // disks the array let go of (removed, replaced)
+	record   []string      // paths in service, as the daemon records them
+	recordMu sync.Mutex    // record is written from the membership hook too
+	dataOff  int64         // every member's data offset
+	dataEnd  int64         // and where its data area ends
+	a        *raid.Array   // the array of this epoch
+	h        *ublk.Harness // its queue
+	hmu      sync.Mutex    // guards hist and the crash fields
+	hist     *history
+	crashed  bool  // the disks were cut this epoch
+	crashAt  int64 // when
+	lastID   uint64
+	stats    Stats
+	failure  *Failure
+	hot      []int64 // blocks the workload comes back to, for overlaps
+	blocks   int64
+	inflight int
+	tags     []inflight
+	// abandoned: requests hang; the run ends without closing the queue or the array.
+	abandoned bool
+
+	// admin's goroutine is the only one that changes membership; faults arms the filter's
+	// member errors.
+	faults atomic.Pointer[fault]
+	fpArm  atomic.Pointer[fpCrash]
+	start  time.Time
+}
+
+// fault fails the next n data writes of one disk.
+type fault struct {
+	disk string
+	n    atomic.Int32
+}
+
+// fpCrash cuts the power at the n-th hit of a failpoint.
+type fpCrash struct {
+	name  string
+	n     atomic.Int32
+	delay time.Duration
+	fired atomic.Bool
+}
+
+// Run runs the harness with cfg in dir (a directory for the FUSE mount) and returns what it
+// found (nil: nothing) and what it did.
+func Run(cfg Config, dir string) (*Failure, Stats, error) {
+	if cfg.Members == 0 {
+		cfg.Level, cfg.Layout, cfg.Members, cfg.Chunk = mapping.RAID10, mapping.Near2, 4, 64<<10
+	}
+	if cfg.Size == 0 {
+		cfg.Size = 24 << 20
+	}
+	if cfg.Depth == 0 {
+		cfg.Depth = 16
+	}
+	fs, err := simdisk.Mount(dir, cfg.Seed)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	defer fs.Close()
+	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), fs: fs, hist: newHistory(), start: time.Now()}
+	old := failpoint.Set(w.failpoint)
+	defer failpoint.Set(old)
+	fs.SetFilter(w.filter)
+	err = w.run()
+	w.stats.Disk = fs.Stats()
+	if err != nil && w.failure == nil {
+		return nil, w.stats, err
+	}
+	return w.failure, w.stats, nil
+}
+
+func (w *world) logf(format string, args ...any) {
+	if w.cfg.Log != nil {
+		w.cfg.Log(fmt.Sprintf("[%d] ", w.stats.Requests) + fmt.Sprintf(format, args...))
+	}
+}
+
+// fail records what the run found; the first finding ends the run.
+func (w *world) fail(format string, args ...any) {
+	w.hmu.Lock()
+	defer w.hmu.Unlock()
+	if w.failure == nil {
+		w.failure = &Failure{Seed: w.cfg.Seed, Request: w.stats.Requests, What: fmt.Sprintf(format, args...)}
+		w.logf("FOUND: %s", w.failure.What)
+	}
+}
+
+func (w *world) failed() bool {
+	w.hmu.Lock()
+	defer w.hmu.Unlock()
+	return w.failure != nil
+}
+
+func (w *world) done() bool {
+	return w.failed() || (w.cfg.Ops > 0 && w.stats.Requests >= w.cfg.Ops) ||
+		(w.cfg.Duration > 0 && time.Since(w.start) >= w.cfg.Duration)
+}
+
+func (w *world) path(name string) string { return w.fs.Path(name) }
+
+func (w *world) name(path string) string { return filepath.Base(path) }
+
+func (w *world) run() error {
+	diskSize := w.cfg.Size + 4<<20 // superblock, map, and the data offset's rounding
+	var members []string
+	for i := range w.cfg.Members {
+		n := fmt.Sprintf("%s%d", dataDisk, i)
+		w.fs.Add(n, diskSize, byte(0xd0+i))
+		w.disks = append(w.disks, n)
+		members = append(members, w.path(n))
+	}
+	for i := range 4 {
+		n := fmt.Sprintf("b%d", i)
+		w.fs.Add(n, diskSize, byte(0xb0+i))
+		w.disks = append(w.disks, n)
+		w.blank = append(w.blank, n)
+	}
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "r", Level: w.cfg.Level, Layout: w.cfg.Layout, Chunk: w.cfg.Chunk,
+		Size: w.cfg.Size, Members: members})
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	a, err := raid.NewArray(ms, sbs, w.options())
+	if err != nil {
+		return fmt.Errorf("new array: %w", err)
+	}
+	w.blocks = a.Map().Size() / Block
+	w.dataOff = int64(a.Superblock().DataOffset)
+	w.dataEnd = w.dataOff + int64(a.Superblock().DataSize)
+	for range 48 {
+		w.hot = append(w.hot, w.rng.Int64N(w.blocks))
+	}
+	if err := w.serve(a, false); err != nil {
+		return err
+	}
+	for !w.done() {
+		w.stats.Epochs++
+		end := w.epoch()
+		if w.failed() {
+			break
+		}
+		if err := w.restart(end); err != nil {
+			return err
+		}
+		if !w.failed() && w.rng.IntN(2) == 0 {
+			w.verify()
+		}
+	}
+	if w.abandoned {
+		return nil
+	}
+	w.h.Close()
+	if !w.crashedNow() {
+		_ = w.a.MarkClean()
+	}
+	w.a.Close()
+	if w.failure == nil {
+		w.checkHistory()
+	}
+	return nil
+}
+
+func (w *world) options() raid.Options {
+	return raid.Options{Queues: 1, Depth: w.cfg.Depth, Degraded: true}
+}
+
+// serve starts serving a (assembled or new): the harness queue, the record, MarkDirty.
+func (w *world) serve(a *raid.Array, unclean bool) error {
+	if unclean {
+		a.SetUnclean(true)
+	}
+	w.a = a
+	a.OnMembershipChange(w.recordMembers)
+	w.recordMembers()
+	if err := a.MarkDirty(); err != nil {
+		return fmt.Errorf("mark dirty: %w", err)
+	}
+	h, err := ublk.NewHarness(a, w.cfg.Depth, 64<<10)
+	if err != nil {
+		return err
+	}
+	w.h = h
+	w.hmu.Lock()
+	w.crashed = false
+	w.hmu.Unlock()
+	return nil
+}
+
+// recordMembers keeps the devices in service, as the daemon's record does.
+func (w *world) recordMembers() {
+	st := w.a.Status("", 0)
+	var ps []string
+	for _, m := range st.Members {
+		if m.Path != "" && (m.State == raid.MemberActive.String() || m.State == raid.MemberRebuilding.String()) {
+			ps = append(ps, m.Path)
+		}
+		if m.Replacement != "" {
+			ps = append(ps, m.Replacement)
+		}
+	}
+	ps = append(ps, st.Spares...)
+	w.recordMu.Lock()
+	defer w.recordMu.Unlock()
+	if w.crashedNow() {
+		return // the dead array's view: the daemon's successor goes by the record as it was
+	}
+	w.record = ps
+}
+
+func (w *world) crashedNow() bool {
+	w.hmu.Lock()
+	defer w.hmu.Unlock()
+	return w.crashed
+}
+
+// How an epoch ends.
+type ending int
+
+const (
+	endPowerLoss ending = iota
+	endKill
+	endStop
+)
+
+var endingNames = [...]string{"power loss", "kill", "clean stop"}
+
+// cut cuts the disks: a power loss or a kill, now. Any goroutine; once per epoch.
+func (w *world) cut(e ending, why string) {
+	w.hmu.Lock()
+	if w.crashed {
+		w.hmu.Unlock()
+		return
+	}
+	w.crashed = true
+	w.crashAt = w.hist.now()
+	kind := kPowerLoss
+	if e == endKill {
+		kind = kKill
+	}
+	w.hist.addGlobal(w.cfg.Depth+1, blockIn{kind: kind, note: why}, w.crashAt, w.crashAt)
+	w.hmu.Unlock()
+	if e == endKill {
+		w.fs.Kill()
+		w.stats.Kills++
+	} else {
+		w.fs.PowerLoss()
+		w.stats.PowerLosses++
+	}
+	w.logf("%s (%s)", endingNames[e], why)
+}
+
+// epoch serves a random workload while the admin goroutine changes the array, until the disks
+// are cut or the epoch's share of requests is done; it returns how the epoch ends.
+func (w *world) epoch() ending {
+	n := 200 + w.rng.IntN(1500)
+	stop := make(chan struct{})
+	adminDone := make(chan struct{})
+	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
+	go func() {
+		defer close(adminDone)
+		w.admin(arng, stop)
+	}()
+	w.io(n)
+	close(stop)
+	<-adminDone
+	w.fpArm.Store(nil)
+	w.faults.Store(nil)
+	if w.crashedNow() {
+		w.drain()
+		return endPowerLoss // the kind is in the history; restart treats both alike
+	}
+	e := ending(w.rng.IntN(3))
+	w.drain()
+	switch e {
+	case endStop:
+		w.stats.Stops++
+		w.logf("clean stop")
+	default:
+		w.cut(e, "between requests")
+	}
+	return e
+}
+
+// restart closes the epoch's array and assembles the members again, as the daemon would.
+func (w *world) restart(e ending) error {
+	w.h.Close()
+	if e == endStop {
+		if err := w.a.MarkClean(); err != nil {
+			w.logf("mark clean: %v", err)
+		}
+	}
+	w.a.Close()
+	w.recordMu.Lock()
+	paths := slices.Clone(w.record)
+	w.recordMu.Unlock()
+	if w.rng.IntN(4) == 0 && w.checkAssembleRefusesWrongDisk(paths) {
+		return nil
+	}
+	a, err := raid.Assemble("r", paths, w.options())
+	if err != nil {
+		w.fail("assemble after %s of %v: %v", endingNames[e], paths, err)
+		return nil
+	}
+	return w.serve(a, e != endStop)
+}
+
+// checkAssembleRefusesWrongDisk hands assemble, in place of one member, a disk too small for the
+// array (an operator's slip): it must refuse it and write nothing. It reports whether it found
+// a failure.
+func (w *world) checkAssembleRefusesWrongDisk(paths []string) bool {
+	if len(w.blank) == 0 || len(paths) == 0 {
+		return false
+	}
+	k := w.rng.IntN(len(paths))
+	src := w.name(paths[k])
+	small := fmt.Sprintf("small%d", w.stats.Epochs)
+	w.fs.Add(small, w.dataEnd-1<<20, 0)
+	head := make([]byte, w.dataOff)
+	w.fs.ReadAt(src, head, 0)
+	w.fs.WriteAt(small, head, 0) // its superblock and map, and too few bytes after them
+	before := w.fs.Snapshot(small)
+	wrong := slices.Clone(paths)
+	wrong[k] = w.path(small)
+	a, err := raid.Assemble("r", wrong, w.options())
+	if err == nil {
+		used := false
+		st := a.Status("", 0)
+		for _, m := range st.Members {
+			used = used || m.Path == w.path(small) && inService(m) || m.Replacement == w.path(small)
+		}
+		used = used || slices.Contains(st.Spares, w.path(small))
+		a.Close()
+		if used {
+			w.fail("assemble took %s, %d bytes short of the array's data area, in place of %s (data offset %d size %d; %+v)", small, 1<<20, src,
+				a.Superblock().DataOffset, a.Superblock().DataSize, st.Members)
+			return true
+		}
+		return false // the member it stands for was stale: assemble leaves it out anyway
+	}
+	if string(before) != string(w.fs.Snapshot(small)) {
+		w.fail("a refused assemble wrote to %s", small)
+		return true
+	}
+	w.logf("assemble refused a disk too small: %v", firstLine(err))
+	return false
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// filter is the disks' filter: member errors the admin armed, and crashes at disk-level steps.
+func (w *world) filter(op simdisk.Op) error {
+	if f := w.faults.Load(); f != nil && op.Disk == f.disk && op.Kind == simdisk.Write && op.Off >= w.dataOff {
+		if f.n.Add(-1) >= 0 {
+			return errors.New("injected write error")
+		}
+	}
+	if fp := w.fpArm.Load(); fp != nil && !fp.fired.Load() {
+		name := diskStep(op, w.dataOff)
+		if name == fp.name && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
+			w.stats.FailpointCrashes++
+			w.cut(endPowerLoss, "at "+name)
+			return errors.New("power lost")
+		}
+	}
+	return nil
+}
+
+// diskStep names the step a member operation is part of, by where it lands.
+func diskStep(op simdisk.Op, dataOff int64) string {
+	switch {
+	case op.Kind == simdisk.Flush:
+		return "disk-flush"
+	case op.Kind != simdisk.Write:
+		return ""
+	case op.Off < 8192:
+		return "superblock-write"
+	case op.Off < dataOff:
+		return "map-write"
+	}
+	return "data-write"
+}
+
+// failpoint is the array's failpoint hook: a crash armed for this one, and otherwise now and then
+// a short pause, so that I/O gets into the windows between a step and the next.
+func (w *world) failpoint(name string) {
+	if fp := w.fpArm.Load(); fp != nil && fp.name == name && !fp.fired.Load() && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
+		time.Sleep(fp.delay)
+		w.stats.FailpointCrashes++
+		w.cut(endPowerLoss, "at failpoint "+name)
+		return
+	}
+	if rand.IntN(4) == 0 {
+		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+	}
+}
+
+var failpoints = []string{
+	raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, raid.FailpointResyncRegion,
+	raid.FailpointFailed, raid.FailpointMapFlush,
+	"superblock-write", "map-write", "data-write", "disk-flush",
+}
