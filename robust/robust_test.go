@@ -6,9 +6,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
+	"uraid/internal/plant"
 	"uraid/mapping"
 	"uraid/robust/simdisk"
 )
@@ -64,8 +66,11 @@ func TestMain(m *testing.M) {
 // URAID_ROBUST=1).
 func needFUSE(t *testing.T) {
 	t.Helper()
+	if os.Getenv("URAID_ROBUST") == "" {
+		t.Skip("the robustness harness runs with URAID_ROBUST=1 (make robustness)")
+	}
 	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
-		if os.Getenv("URAID_ROBUST") != "" {
+		{
 			t.Fatalf("URAID_ROBUST is set but the harness cannot mount its disks (/dev/fuse: %v, euid %d): run as root on a host with fuse", err, os.Geteuid())
 		}
 		t.Skip("the robustness harness needs root and /dev/fuse (make test sets URAID_ROBUST, which makes this a failure)")
@@ -115,4 +120,51 @@ func TestRobustness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// planted is every defect internal/plant can put back.
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "resync", "recovery"}
+
+// TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
+// reports the seed and the requests to the first finding; a defect the harness misses within its
+// budget fails the test.
+func TestPlanted(t *testing.T) {
+	needFUSE(t)
+	if !plant.Enabled {
+		t.Skip("build with -tags uraid_plant to plant defects")
+	}
+	budget := *opsFlag
+	if budget == 0 {
+		budget = 40000
+	}
+	for _, bug := range planted {
+		t.Run(bug, func(t *testing.T) {
+			plant.Set(bug)
+			defer plant.Set("")
+			spent := 0
+			for seed := uint64(1); spent < budget; seed++ {
+				for _, l := range layouts[:2] {
+					cfg := l.cfg
+					cfg.Seed, cfg.Ops = seed, 3000
+					f, st, err := Run(cfg, os.TempDir())
+					if err != nil {
+						t.Fatalf("the harness could not run: %v", err)
+					}
+					spent += st.Requests
+					if f != nil {
+						t.Logf("planted %s: found on %s with seed %d after %d requests (%d in all): %s", bug, l.name, seed, f.Request, spent, firstLineOf(f.What))
+						return
+					}
+				}
+			}
+			t.Errorf("planted %s: not found in %d requests", bug, spent)
+		})
+	}
+}
+
+func firstLineOf(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
