@@ -3,6 +3,7 @@ package raid
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"golang.org/x/sys/unix"
 	"os"
@@ -407,4 +408,36 @@ func TestParkedWriteAfterRemove(t *testing.T) {
 	require.Equal(t, uint16(1), tag)
 	require.EqualValues(t, 64<<10, res)
 	assert.Equal(t, data, do(t, h, ublk.OpRead, 0, make([]byte, 64<<10)))
+}
+
+// TestReplaceWhoseMemberLeaves: a replace whose old member fails by an I/O error and is removed
+// before the copy ends lets the replacement go instead of swapping it into an empty slot. (The
+// swap took the removed member's descriptor: nil, the daemon crashed. Found by the robustness
+// harness, seed 2 on raid10.)
+func TestReplaceWhoseMemberLeaves(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	rs := m.a.regions.m.RegionSize()
+	want := m.fill(0, 1, 2)
+	fresh := blank(t, "new")
+	clk := clock.NewManual(time.Unix(0, 0))
+	m.a.syncer.clock = clk
+	m.a.SetRebuildOptions(SyncOptions{MaxRate: rs})
+	require.NoError(t, m.a.ReplaceMember(m.paths[1], fresh, false))
+	clk.WaitFor(1)
+	m.a.fail(1, errors.New("an I/O error")) // as the data path does; no admin cancels the replace
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	done := make(chan struct{})
+	go func() { m.a.WaitSync(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			clk.Advance(time.Second)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	require.NotNil(t, m.a.SyncStatus().Last)
+	assert.Contains(t, m.a.SyncStatus().Last.Error, "left the array")
+	m.readAll(want)
 }

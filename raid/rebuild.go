@@ -738,6 +738,12 @@ func (a *Array) swapShadow(i int) error {
 	if sh == nil {
 		return fmt.Errorf("replace member %d: the replacement failed meanwhile", i)
 	}
+	if !a.active(i) {
+		// The member it was to replace failed (and may be removed) meanwhile: the slot is not
+		// the replace's to take over. The replacement is let go; add it for a rebuild instead.
+		a.shadowDrop(i)
+		return fmt.Errorf("replace member %d: the member it replaces left the array meanwhile; add %s to rebuild the slot", i, sh.Path)
+	}
 	a.engine.Fail(i) // no TRIM may reach the old device through the number from here on
 	a.membersMu.Lock()
 	old := a.members[i]
