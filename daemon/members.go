@@ -100,29 +100,13 @@ func (s *served) ChangeMember(op string, c MemberChange) (string, error) {
 	return res, nil
 }
 
-// inService are the devices a successor must assemble from: the slots' members that take
-// writes, a replace's new device, and the spares. A failed member is left out: it may no longer
-// be readable, and assembling it could bring back data it missed.
-func inService(st raid.Status) []string {
-	var ps []string
-	for _, m := range st.Members {
-		if m.Path != "" && (m.State == raid.MemberActive.String() || m.State == raid.MemberRebuilding.String()) {
-			ps = append(ps, m.Path)
-		}
-		if m.Replacement != "" {
-			ps = append(ps, m.Replacement)
-		}
-	}
-	return append(ps, st.Spares...)
-}
-
 // recordMembers writes the devices the array uses into its record, when they changed, while
 // this daemon still owns the record: not once it stopped (the record is gone), handed over or
 // failed (the record is its successor's).
 func (s *served) recordMembers() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ps := inService(s.a.Status("", 0))
+	ps := s.a.Status("", 0).InService()
 	if slices.Equal(ps, s.rec.Members) {
 		return
 	}

@@ -207,3 +207,19 @@ func (a *Array) Status(device string, pid int) Status {
 	}
 	return st
 }
+
+// InService are the devices a successor must assemble from: the slots' members that take
+// writes, a replace's new device, and the spares. A failed member is left out: it may no longer
+// be readable, and assembling it could bring back data it missed.
+func (st Status) InService() []string {
+	var ps []string
+	for _, m := range st.Members {
+		if m.Path != "" && (m.State == MemberActive.String() || m.State == MemberRebuilding.String()) {
+			ps = append(ps, m.Path)
+		}
+		if m.Replacement != "" {
+			ps = append(ps, m.Replacement)
+		}
+	}
+	return append(ps, st.Spares...)
+}

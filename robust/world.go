@@ -272,17 +272,7 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 
 // recordMembers keeps the devices in service, as the daemon's record does.
 func (w *world) recordMembers() {
-	st := w.a.Status("", 0)
-	var ps []string
-	for _, m := range st.Members {
-		if m.Path != "" && (m.State == raid.MemberActive.String() || m.State == raid.MemberRebuilding.String()) {
-			ps = append(ps, m.Path)
-		}
-		if m.Replacement != "" {
-			ps = append(ps, m.Replacement)
-		}
-	}
-	ps = append(ps, st.Spares...)
+	ps := w.a.Status("", 0).InService() // as the daemon records them
 	w.recordMu.Lock()
 	defer w.recordMu.Unlock()
 	if w.crashedNow() {
