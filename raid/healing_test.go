@@ -144,8 +144,8 @@ func TestRebuildTrimRace(t *testing.T) {
 }
 
 // pausedAfter starts a job with start, paced to a region a second on a manual clock, and returns
-// once the job has done at least n bytes and waits for the clock.
-func pausedAfter(t *testing.T, a *Array, n int64, start func()) {
+// once the job has done at least n bytes and waits for the clock, which it returns.
+func pausedAfter(t *testing.T, a *Array, n int64, start func()) *clock.Manual {
 	t.Helper()
 	rs := a.regions.m.RegionSize()
 	clk := clock.NewManual(time.Unix(0, 0))
@@ -157,6 +157,7 @@ func pausedAfter(t *testing.T, a *Array, n int64, start func()) {
 		clk.Advance(time.Second)
 	}
 	clk.WaitFor(1)
+	return clk
 }
 
 // TestRebuildLeavesOtherPairsToResync: on a raid10, a region a crash left with differing copies
@@ -333,6 +334,21 @@ func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issu
 	}, nil), nil
 }
 
+// gatedMirror is a serving raid1 of two files whose TRIMs wait at trimGates.
+func gatedMirror(t *testing.T) (*Array, *ublk.Harness, []string, *trimGates) {
+	t.Helper()
+	dir := memDir(t)
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
+	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	require.NoError(t, err)
+	g := &trimGates{gates: map[string]chan struct{}{}, in: make(chan string, 16)}
+	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: g.issuer})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	require.NoError(t, a.MarkDirty())
+	return a, harness(t, a), paths, g
+}
+
 // TestParkedReadSkipsARebuiltSlot: a read parked behind a TRIM, whose other copy's member fails
 // and is replaced by a blank device being rebuilt meanwhile, reads from the copy that holds the
 // data when it goes on, never from the blank one. (The copies a read could use were chosen when
@@ -341,16 +357,7 @@ func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issu
 func TestParkedReadSkipsARebuiltSlot(t *testing.T) {
 	for slot := range 2 {
 		t.Run(fmt.Sprint("slot", slot), func(t *testing.T) {
-			dir := memDir(t)
-			paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-			ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
-			require.NoError(t, err)
-			g := &trimGates{gates: map[string]chan struct{}{}, in: make(chan string, 16)}
-			a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: g.issuer})
-			require.NoError(t, err)
-			t.Cleanup(func() { a.Close() })
-			require.NoError(t, a.MarkDirty())
-			h := harness(t, a)
+			a, h, paths, g := gatedMirror(t)
 			data := bytes.Repeat([]byte{0x44}, 64<<10)
 			do(t, h, ublk.OpWrite, 0, data)
 			do(t, h, ublk.OpDiscard, 0, make([]byte, 4096)) // one block of sixteen
@@ -382,16 +389,7 @@ func TestParkedReadSkipsARebuiltSlot(t *testing.T) {
 // went on to the removed slot, a nil member: the daemon crashed. Found by the robustness
 // harness, seed 1 on raid10.)
 func TestParkedWriteAfterRemove(t *testing.T) {
-	dir := memDir(t)
-	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
-	require.NoError(t, err)
-	g := &trimGates{gates: map[string]chan struct{}{}, in: make(chan string, 16)}
-	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: g.issuer})
-	require.NoError(t, err)
-	t.Cleanup(func() { a.Close() })
-	require.NoError(t, a.MarkDirty())
-	h := harness(t, a)
+	a, h, paths, g := gatedMirror(t)
 	do(t, h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x11}, 64<<10))
 	do(t, h, ublk.OpDiscard, 0, make([]byte, 4096))
 	<-g.in
@@ -416,27 +414,12 @@ func TestParkedWriteAfterRemove(t *testing.T) {
 // harness, seed 2 on raid10.)
 func TestReplaceWhoseMemberLeaves(t *testing.T) {
 	m := newMirrorWith(t, 0)
-	rs := m.a.regions.m.RegionSize()
 	want := m.fill(0, 1, 2)
 	fresh := blank(t, "new")
-	clk := clock.NewManual(time.Unix(0, 0))
-	m.a.syncer.clock = clk
-	m.a.SetRebuildOptions(SyncOptions{MaxRate: rs})
-	require.NoError(t, m.a.ReplaceMember(m.paths[1], fresh, false))
-	clk.WaitFor(1)
-	m.a.fail(1, errors.New("an I/O error")) // as the data path does; no admin cancels the replace
-	require.NoError(t, m.a.RemoveMember(m.paths[1]))
-	done := make(chan struct{})
-	go func() { m.a.WaitSync(); close(done) }()
-	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		default:
-			clk.Advance(time.Second)
-			time.Sleep(time.Millisecond)
-		}
-	}
+	startPaced(t, m.a, func() { require.NoError(t, m.a.ReplaceMember(m.paths[1], fresh, false)) }, func() {
+		m.a.fail(1, errors.New("an I/O error")) // as the data path does; no admin cancels the replace
+		require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	})
 	require.NotNil(t, m.a.SyncStatus().Last)
 	assert.Contains(t, m.a.SyncStatus().Last.Error, "left the array")
 	m.readAll(want)

@@ -373,12 +373,7 @@ func TestRebuildSourceReadError(t *testing.T) {
 // manual clock, runs then once the first region is copied, and lets the rebuild run to its end.
 func startPaced(t *testing.T, a *Array, start, then func()) {
 	t.Helper()
-	rs := a.regions.m.RegionSize()
-	clk := clock.NewManual(time.Unix(0, 0))
-	a.syncer.clock = clk
-	a.SetRebuildOptions(SyncOptions{MaxRate: rs})
-	start()
-	clk.WaitFor(1) // the first region done, the rebuild waits for the clock
+	clk := pausedAfter(t, a, 0, start) // the first region done, the rebuild waits for the clock
 	then()
 	done := make(chan struct{})
 	go func() { a.WaitSync(); close(done) }()
