@@ -135,24 +135,18 @@ func (w *world) finished(tag uint16, t *inflight, res int32) {
 			w.hist.add(client, blockIn{kind: kRead, block: t.first + b}, v, t.call, ret)
 		}
 		w.hmu.Unlock()
-	case ublk.OpWrite:
-		kind := kWrite
+	case ublk.OpWrite, ublk.OpDiscard:
+		// A write or discard that failed or was cut off may or may not have happened.
+		kind, maybe := kWrite, kWriteMaybe
+		if t.op == ublk.OpDiscard {
+			kind, maybe = kDiscard, kDiscardMaybe
+		}
 		if !ok || unknown {
-			kind = kWriteMaybe
+			kind = maybe
 		}
 		w.hmu.Lock()
 		for b := range t.n {
 			w.hist.add(client, blockIn{kind: kind, block: t.first + b, val: t.id, fua: t.fua && kind == kWrite}, 0, t.call, ret)
-		}
-		w.hmu.Unlock()
-	case ublk.OpDiscard:
-		kind := kDiscard
-		if !ok || unknown {
-			kind = kDiscardMaybe
-		}
-		w.hmu.Lock()
-		for b := range t.n {
-			w.hist.add(client, blockIn{kind: kind, block: t.first + b}, 0, t.call, ret)
 		}
 		w.hmu.Unlock()
 	case ublk.OpFlush:
