@@ -101,6 +101,7 @@ type memberStats struct {
 func (a *Array) Params() ublk.Params {
 	lbs := int64(512)
 	var gran int64
+	a.membersMu.Lock() // a rebuild's replace may be swapping a member in
 	for i, m := range a.members {
 		if m == nil {
 			continue
@@ -108,6 +109,7 @@ func (a *Array) Params() ublk.Params {
 		lbs = max(lbs, m.LogicalBlock)
 		gran = max(gran, a.gran[i].Bytes)
 	}
+	a.membersMu.Unlock()
 	p := ublk.Params{
 		Size:              a.m.Size(),
 		LogicalBlockSize:  uint32(lbs),

@@ -13,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"uraid/raid"
+	"uraid/robust/simdisk"
 )
 
 // admin changes the array while the workload runs, as an operator, a failing disk and a power
@@ -54,10 +55,16 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}) {
 				w.logf("%s started", action)
 			}
 		case p < 88:
-			fp := &fpCrash{name: failpoints[rng.IntN(len(failpoints))], delay: time.Duration(rng.IntN(3000)) * time.Microsecond}
-			fp.n.Store(int32(1 + rng.IntN(6)))
-			w.fpArm.Store(fp)
-			w.logf("power loss armed at the %d-th %s", fp.n.Load(), fp.name)
+			name, n := failpoints[rng.IntN(len(failpoints))], 1+rng.IntN(6)
+			delay := time.Duration(rng.IntN(3000)) * time.Microsecond
+			if m, ok := w.diskStep(name); ok {
+				w.fs.Arm(simdisk.Rule{Match: m, N: n, Cut: true, Why: "at " + name})
+			} else {
+				fp := &fpCrash{name: name, delay: delay}
+				fp.n.Store(int32(n))
+				w.fpArm.Store(fp)
+			}
+			w.logf("power loss armed at the %d-th %s", n, name)
 		case p < 93:
 			w.cut(endPowerLoss, "at a random moment")
 			return
@@ -65,7 +72,7 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}) {
 			w.cut(endKill, "at a random moment")
 			return
 		}
-		w.recordMembers()
+		w.recordMembers(w.a)
 		select {
 		case <-stop:
 			return
@@ -138,11 +145,10 @@ func (w *world) injectWriteError(rng *rand.Rand) {
 		return // one member out at a time: the array keeps a copy of everything
 	}
 	m := ms[rng.IntN(len(ms))]
-	f := &fault{disk: w.name(m.Path)}
-	f.n.Store(1)
-	w.faults.Store(f)
+	disk := w.name(m.Path)
+	w.fs.Arm(simdisk.Rule{Match: simdisk.Match{Disk: disk, Kind: simdisk.Write, From: w.dataOff}, N: 1})
 	w.stats.Injected++
-	w.logf("the next data write of %s fails", f.disk)
+	w.logf("the next data write of %s fails", disk)
 }
 
 // removeAndAdd removes the failed members and spares nothing; then fills an empty slot (or
@@ -239,7 +245,7 @@ func (w *world) verify() {
 	for _, b := range blocks {
 		pieces, err := w.a.Map().Read(b*Block, Block, nil)
 		if err != nil {
-			w.failure = &Failure{Seed: w.cfg.Seed, Request: w.stats.Requests, What: fmt.Sprintf("map block %d: %v", b, err)}
+			w.failure = &Failure{Seed: w.cfg.Seed, Request: int(w.requests.Load()), What: fmt.Sprintf("map block %d: %v", b, err)}
 			return
 		}
 		for _, p := range pieces {

@@ -79,6 +79,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		w.stats.Flushes++
 	}
 	w.stats.Requests++
+	w.requests.Add(1)
 	w.hmu.Lock()
 	t.call = w.hist.now()
 	w.hmu.Unlock()

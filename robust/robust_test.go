@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -39,22 +38,19 @@ var layouts = []struct {
 var logPath string
 
 func TestMain(m *testing.M) {
+	simdisk.ServeChild() // when this process is the disks of another
 	flag.Parse()
 	if f, err := os.CreateTemp("", "uraid-robust-*.log"); err == nil {
 		logPath = f.Name()
 		os.Stderr = f // before any array runs: the packages below log to os.Stderr
 	}
-	// io_uring may issue a request to a simulated disk from task work on any thread of the
-	// process, a thread that then waits for this process's own FUSE server while it holds its P:
-	// enough Ps keep the server running beside such threads.
-	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 32))
-	// A run that hangs must not leave the process waiting on its own disks at exit: the watchdog
-	// aborts them first, and so does the end of the run.
+	// A run that hangs must not leave the process waiting on disks nobody serves at exit: the
+	// watchdog ends the disk processes first, and so does the end of the run.
 	go func() {
 		time.Sleep(*deadlineFlag)
-		simdisk.AbortAll() // first: a goroutine dump stops the world, which a thread stuck on the disks never joins
-		fmt.Fprintf(os.Stdout, "robust: the run passed its deadline of %v: the simulated disks are aborted; the goroutines:\n", *deadlineFlag)
+		fmt.Fprintf(os.Stdout, "robust: the run passed its deadline of %v; the goroutines:\n", *deadlineFlag)
 		pprof.Lookup("goroutine").WriteTo(os.Stdout, 1)
+		simdisk.AbortAll()
 		os.Exit(3)
 	}()
 	code := m.Run()

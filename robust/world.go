@@ -1,7 +1,6 @@
 package robust
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -78,21 +77,23 @@ const dataDisk = "m"
 type world struct {
 	cfg Config
 	rng *rand.Rand
-	fs  *simdisk.FS
+	fs  *simdisk.Disks
 
 	disks    []string      // every disk's name
 	blank    []string      // disks never used by the array
 	retired  []string      // disks the array let go of (removed, replaced)
 	record   []string      // paths in service, as the daemon records them
 	recordMu sync.Mutex    // record is written from the membership hook too
+	live     *raid.Array   // the array whose membership the record follows, under recordMu
 	dataOff  int64         // every member's data offset
 	dataEnd  int64         // and where its data area ends
 	a        *raid.Array   // the array of this epoch
 	h        *ublk.Harness // its queue
 	hmu      sync.Mutex    // guards hist and the crash fields
 	hist     *history
-	crashed  bool  // the disks were cut this epoch
-	crashAt  int64 // when
+	crashed  bool   // the disks were cut this epoch
+	crashAt  int64  // when
+	epochGen uint64 // the disks' generation as the epoch began
 	lastID   uint64
 	stats    Stats
 	failure  *Failure
@@ -103,17 +104,13 @@ type world struct {
 	// abandoned: requests hang; the run ends without closing the queue or the array.
 	abandoned bool
 
-	// admin's goroutine is the only one that changes membership; faults arms the filter's
-	// member errors.
-	faults atomic.Pointer[fault]
-	fpArm  atomic.Pointer[fpCrash]
-	start  time.Time
-}
-
-// fault fails the next n data writes of one disk.
-type fault struct {
-	disk string
-	n    atomic.Int32
+	// admin's goroutine is the only one that changes membership. It arms member errors and
+	// power losses at disk steps on the disks, and power losses at the array's failpoints here.
+	fpArm atomic.Pointer[fpCrash]
+	start time.Time
+	// requests is stats.Requests for the other goroutines (logs, findings); the counts of
+	// crashes in stats are under hmu, as they are made on any goroutine.
+	requests atomic.Int64
 }
 
 // fpCrash cuts the power at the n-th hit of a failpoint.
@@ -136,15 +133,15 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 	if cfg.Depth == 0 {
 		cfg.Depth = 16
 	}
-	fs, err := simdisk.Mount(dir, cfg.Seed)
+	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), hist: newHistory(), start: time.Now()}
+	fs, err := simdisk.Start(dir, cfg.Seed, func(c simdisk.Cut) { w.noteDiskCut(c.Gen, c.Why) })
 	if err != nil {
 		return nil, Stats{}, err
 	}
 	defer fs.Close()
-	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), fs: fs, hist: newHistory(), start: time.Now()}
+	w.fs = fs
 	old := failpoint.Set(w.failpoint)
 	defer failpoint.Set(old)
-	fs.SetFilter(w.filter)
 	err = w.run()
 	w.stats.Disk = fs.Stats()
 	if err != nil && w.failure == nil {
@@ -155,7 +152,7 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 
 func (w *world) logf(format string, args ...any) {
 	if w.cfg.Log != nil {
-		w.cfg.Log(fmt.Sprintf("[%d] ", w.stats.Requests) + fmt.Sprintf(format, args...))
+		w.cfg.Log(fmt.Sprintf("[%d] ", w.requests.Load()) + fmt.Sprintf(format, args...))
 	}
 }
 
@@ -164,7 +161,7 @@ func (w *world) fail(format string, args ...any) {
 	w.hmu.Lock()
 	defer w.hmu.Unlock()
 	if w.failure == nil {
-		w.failure = &Failure{Seed: w.cfg.Seed, Request: w.stats.Requests, What: fmt.Sprintf(format, args...)}
+		w.failure = &Failure{Seed: w.cfg.Seed, Request: int(w.requests.Load()), What: fmt.Sprintf(format, args...)}
 		w.logf("FOUND: %s", w.failure.What)
 	}
 }
@@ -253,9 +250,16 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 	if unclean {
 		a.SetUnclean(true)
 	}
+	gen := w.fs.Gen() // the epoch begins: the disks are not cut in it yet
+	w.hmu.Lock()
+	w.crashed, w.epochGen = false, gen
+	w.hmu.Unlock()
+	w.recordMu.Lock()
+	w.live = a
+	w.recordMu.Unlock()
 	w.a = a
-	a.OnMembershipChange(w.recordMembers)
-	w.recordMembers()
+	a.OnMembershipChange(func() { w.recordMembers(a) })
+	w.recordMembers(a)
 	if err := a.MarkDirty(); err != nil {
 		return fmt.Errorf("mark dirty: %w", err)
 	}
@@ -264,27 +268,53 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 		return err
 	}
 	w.h = h
-	w.hmu.Lock()
-	w.crashed = false
-	w.hmu.Unlock()
 	return nil
 }
 
-// recordMembers keeps the devices in service, as the daemon's record does.
-func (w *world) recordMembers() {
-	ps := w.a.Status("", 0).InService() // as the daemon records them
+// recordMembers keeps the devices in service of a, the array of this epoch, as the daemon's
+// record does. An earlier epoch's array may still call it as it closes: it is not heard.
+func (w *world) recordMembers(a *raid.Array) {
+	ps := a.Status("", 0).InService() // as the daemon records them
 	w.recordMu.Lock()
 	defer w.recordMu.Unlock()
-	if w.crashedNow() {
+	if a != w.live || w.crashedNow() {
 		return // the dead array's view: the daemon's successor goes by the record as it was
 	}
 	w.record = ps
 }
 
+// crashedNow says whether the disks were cut this epoch, by the harness or by a rule on the
+// disks (which the harness may not have heard of yet: it asks them).
 func (w *world) crashedNow() bool {
 	w.hmu.Lock()
+	crashed, gen := w.crashed, w.epochGen
+	w.hmu.Unlock()
+	if crashed {
+		return true
+	}
+	if w.fs.Gen() != gen {
+		w.noteDiskCut(gen+1, "by a rule on the disks")
+		return true
+	}
+	return false
+}
+
+// noteDiskCut puts in the history a power loss a rule on the disks made (generation gen), once:
+// from the disks' report, or from the first look at their generation after it. The disks cut
+// first and tell after, so the history has the crash a little late; what ran between saw only
+// dead files and failed.
+func (w *world) noteDiskCut(gen uint64, why string) {
+	w.hmu.Lock()
 	defer w.hmu.Unlock()
-	return w.crashed
+	if w.crashed || gen <= w.epochGen {
+		return // known, or an earlier epoch's
+	}
+	w.crashed = true
+	w.crashAt = w.hist.now()
+	w.hist.addGlobal(w.cfg.Depth+1, blockIn{kind: kPowerLoss, note: why}, w.crashAt, w.crashAt)
+	w.stats.PowerLosses++
+	w.stats.FailpointCrashes++
+	w.logf("power loss (%s)", why)
 }
 
 // How an epoch ends.
@@ -299,7 +329,10 @@ const (
 var endingNames = [...]string{"power loss", "kill", "clean stop"}
 
 // cut cuts the disks: a power loss or a kill, now. Any goroutine; once per epoch.
-func (w *world) cut(e ending, why string) {
+func (w *world) cut(e ending, why string) { w.cutAt(e, why, false) }
+
+// cutAt is cut, counted as a crash at a failpoint when atFailpoint.
+func (w *world) cutAt(e ending, why string, atFailpoint bool) {
 	w.hmu.Lock()
 	if w.crashed {
 		w.hmu.Unlock()
@@ -307,18 +340,24 @@ func (w *world) cut(e ending, why string) {
 	}
 	w.crashed = true
 	w.crashAt = w.hist.now()
+	if atFailpoint {
+		w.stats.FailpointCrashes++
+	}
 	kind := kPowerLoss
 	if e == endKill {
 		kind = kKill
 	}
 	w.hist.addGlobal(w.cfg.Depth+1, blockIn{kind: kind, note: why}, w.crashAt, w.crashAt)
+	if e == endKill {
+		w.stats.Kills++
+	} else {
+		w.stats.PowerLosses++
+	}
 	w.hmu.Unlock()
 	if e == endKill {
 		w.fs.Kill()
-		w.stats.Kills++
 	} else {
 		w.fs.PowerLoss()
-		w.stats.PowerLosses++
 	}
 	w.logf("%s (%s)", endingNames[e], why)
 }
@@ -338,7 +377,7 @@ func (w *world) epoch() ending {
 	close(stop)
 	<-adminDone
 	w.fpArm.Store(nil)
-	w.faults.Store(nil)
+	w.fs.Disarm()
 	if w.crashedNow() {
 		w.drain()
 		return endPowerLoss // the kind is in the history; restart treats both alike
@@ -427,37 +466,20 @@ func firstLine(err error) string {
 	return s
 }
 
-// filter is the disks' filter: member errors the admin armed, and crashes at disk-level steps.
-func (w *world) filter(op simdisk.Op) error {
-	if f := w.faults.Load(); f != nil && op.Disk == f.disk && op.Kind == simdisk.Write && op.Off >= w.dataOff {
-		if f.n.Add(-1) >= 0 {
-			return errors.New("injected write error")
-		}
+// diskSteps are the failpoints at the member I/O level: a power loss just before the n-th
+// operation of the step, decided by the disks.
+func (w *world) diskStep(name string) (simdisk.Match, bool) {
+	switch name {
+	case "disk-flush":
+		return simdisk.Match{Kind: simdisk.Flush}, true
+	case "superblock-write":
+		return simdisk.Match{Kind: simdisk.Write, To: 8192}, true
+	case "map-write":
+		return simdisk.Match{Kind: simdisk.Write, From: 8192, To: w.dataOff}, true
+	case "data-write":
+		return simdisk.Match{Kind: simdisk.Write, From: w.dataOff}, true
 	}
-	if fp := w.fpArm.Load(); fp != nil && !fp.fired.Load() {
-		name := diskStep(op, w.dataOff)
-		if name == fp.name && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
-			w.stats.FailpointCrashes++
-			w.cut(endPowerLoss, "at "+name)
-			return errors.New("power lost")
-		}
-	}
-	return nil
-}
-
-// diskStep names the step a member operation is part of, by where it lands.
-func diskStep(op simdisk.Op, dataOff int64) string {
-	switch {
-	case op.Kind == simdisk.Flush:
-		return "disk-flush"
-	case op.Kind != simdisk.Write:
-		return ""
-	case op.Off < 8192:
-		return "superblock-write"
-	case op.Off < dataOff:
-		return "map-write"
-	}
-	return "data-write"
+	return simdisk.Match{}, false
 }
 
 // failpoint is the array's failpoint hook: a crash armed for this one, and otherwise now and then
@@ -465,8 +487,7 @@ func diskStep(op simdisk.Op, dataOff int64) string {
 func (w *world) failpoint(name string) {
 	if fp := w.fpArm.Load(); fp != nil && fp.name == name && !fp.fired.Load() && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
 		time.Sleep(fp.delay)
-		w.stats.FailpointCrashes++
-		w.cut(endPowerLoss, "at failpoint "+name)
+		w.cutAt(endPowerLoss, "at failpoint "+name, true)
 		return
 	}
 	if rand.IntN(4) == 0 {

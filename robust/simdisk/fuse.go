@@ -10,7 +10,7 @@ import (
 // cache between the array and the disk model).
 type rawFS struct {
 	fuse.RawFileSystem
-	fs *FS
+	fs *diskFS
 }
 
 func (r *rawFS) attr(d *Disk, a *fuse.Attr) {

@@ -1,5 +1,10 @@
-// Package simdisk serves simulated disks as files of a FUSE file system mounted by the process
-// itself, so that the array's real code, io_uring and all, does its member I/O against them.
+// Package simdisk serves simulated disks as files of a FUSE file system, so that the array's real
+// code, io_uring and all, does its member I/O against them. The disks live in a second process
+// (Start runs it; the binary's main or TestMain calls ServeChild first): a process must never
+// wait on a FUSE server of its own. io_uring issues a request to a file from task work, which the
+// kernel may run on any thread of the submitting process, one that the Go runtime believes is
+// running Go code; when that thread waits for its own process's FUSE server, a stop of the world
+// (every garbage collection) waits for the thread, and the server's goroutines never run again.
 //
 // A disk keeps what a drive with a volatile write cache keeps: a write is durable only once a
 // flush (fsync) that follows it completes, or at once when it is FUA (O_DSYNC, RWF_DSYNC). A power
@@ -8,8 +13,9 @@
 // everything the disks took. Either way every file descriptor opened before it is dead (EIO), as
 // a dead process's would be; the files are opened anew.
 //
-// Every operation passes a Filter first, which may fail it, hold it, or cut the power: the
-// robustness harness's faults and failpoints at the member I/O level.
+// Every operation passes the armed Rules first, which may fail it or cut the power before it: the
+// robustness harness's faults and failpoints at the member I/O level. The disk process decides
+// them on its own and never waits for the process it serves: a cut is reported afterwards.
 package simdisk
 
 import (
@@ -58,10 +64,34 @@ func (o Op) String() string {
 	return s
 }
 
-// Filter decides an operation before it is done: nil lets it go, an error fails it (EIO). It may
-// block (a held operation) and may call PowerLoss or Kill. It runs on the FUSE server's goroutine
-// serving the operation.
-type Filter func(Op) error
+// Match picks operations: of Kind, on Disk ("" any), starting at an offset in [From, To) (To 0:
+// no end). A flush's offset is 0.
+type Match struct {
+	Disk     string
+	Kind     Kind
+	From, To int64
+}
+
+func (m Match) matches(op Op) bool {
+	return op.Kind == m.Kind && (m.Disk == "" || m.Disk == op.Disk) && op.Off >= m.From && (m.To == 0 || op.Off < m.To)
+}
+
+// Rule is armed on the disks: it fails the next N operations it matches (EIO), or, with Cut,
+// cuts the power just before the N-th and fails that one.
+type Rule struct {
+	Match
+	N   int
+	Cut bool
+	// Why names the rule in the Cut it reports.
+	Why string
+}
+
+// Cut is a power loss a rule made.
+type Cut struct {
+	Gen uint64 // the generation it started
+	Why string
+	Op  Op // the operation it cut before
+}
 
 // pending is a write or punch not yet durable.
 type pending struct {
@@ -86,8 +116,8 @@ type Disk struct {
 	filler byte
 }
 
-// FS is a mounted file system of disks.
-type FS struct {
+// diskFS is a mounted file system of disks, in the disk process.
+type diskFS struct {
 	dir string
 	srv *fuse.Server
 	rng *rand.Rand
@@ -99,7 +129,8 @@ type FS struct {
 	byIno  map[uint64]*Disk
 	gen    uint64 // file handles of older generations are dead
 	seq    uint64
-	filter Filter
+	rules  []Rule
+	cuts   chan Cut // the power losses rules made, for the process served
 	nextFh uint64
 	fhs    map[uint64]fh
 	fhMu   sync.Mutex
@@ -121,14 +152,15 @@ type Stats struct {
 	Failed                               int64
 }
 
-// Mount mounts an empty file system of disks at a new directory under parent; seed drives the
-// power losses' choices.
-func Mount(parent string, seed uint64) (*FS, error) {
+// mount mounts an empty file system of disks at a new directory under parent; seed drives the
+// power losses' choices. The disk process's own.
+func mount(parent string, seed uint64) (*diskFS, error) {
 	dir, err := os.MkdirTemp(parent, "simdisk-")
 	if err != nil {
 		return nil, err
 	}
-	fs := &FS{dir: dir, rng: rand.New(rand.NewPCG(seed, 0x5eed)), disks: map[string]*Disk{}, byIno: map[uint64]*Disk{}, fhs: map[uint64]fh{}}
+	fs := &diskFS{dir: dir, rng: rand.New(rand.NewPCG(seed, 0x5eed)), disks: map[string]*Disk{}, byIno: map[uint64]*Disk{}, fhs: map[uint64]fh{},
+		cuts: make(chan Cut, 64)}
 	srv, err := fuse.NewServer(&rawFS{RawFileSystem: fuse.NewDefaultRawFileSystem(), fs: fs}, dir, &fuse.MountOptions{
 		DirectMount: true, MaxWrite: 1 << 20, FsName: "simdisk", Name: "simdisk", DisableXAttrs: true,
 		MaxBackground: 64,
@@ -148,41 +180,14 @@ func Mount(parent string, seed uint64) (*FS, error) {
 	if syscall.Stat(dir, &st) == nil {
 		fs.devMinor = int(st.Dev&0xff) | int(st.Dev>>12&^0xff) // the connection's number
 	}
-	live.Store(fs, struct{}{})
 	return fs, nil
 }
 
-// live lists the mounted file systems, for AbortAll.
-var live sync.Map // *FS -> struct{}
-
-// AbortAll aborts and detaches every file system still mounted. A process must not exit while
-// one of its threads waits on its own FUSE mount: that thread never returns and the process never
-// finishes exiting. A test binary calls it before it exits, and from its watchdog.
-func AbortAll() {
-	live.Range(func(k, _ any) bool {
-		fs := k.(*FS)
-		fs.abort()
-		_ = syscall.Unmount(fs.dir, syscall.MNT_DETACH)
-		return true
-	})
-}
-
-// Abort aborts the file system's connection: every operation waiting on it fails, and every one
-// after it. For a run that must end while requests hang.
-func (fs *FS) Abort() { fs.abort() }
-
-// Dir is the mount point; a disk named n is the file Dir()/n.
-func (fs *FS) Dir() string { return fs.dir }
-
-// Path is the file of disk name.
-func (fs *FS) Path(name string) string { return filepath.Join(fs.dir, name) }
-
 // Close unmounts the file system. Files still open on it fail from here on.
-func (fs *FS) Close() error {
+func (fs *diskFS) Close() error {
 	fs.mu.Lock()
 	fs.gen++
 	fs.mu.Unlock()
-	defer live.Delete(fs)
 	err := fs.srv.Unmount()
 	if err != nil {
 		// Something holds a file open, or waits on the file system: abort the connection, so that
@@ -194,24 +199,34 @@ func (fs *FS) Close() error {
 	return err
 }
 
-// abort aborts the FUSE connection of the mount (fusectl, mounted if it is not).
-func (fs *FS) abort() {
+// abort aborts the FUSE connection of the mount.
+func (fs *diskFS) abort() { abortConn(fs.dir, fs.devMinor) }
+
+// abortConn aborts the FUSE connection of the mount at dir, number minor (0: from dir), through
+// fusectl (mounted if it is not).
+func abortConn(dir string, minor int) {
 	var st syscall.Stat_t
-	if fs.devMinor == 0 {
-		if syscall.Stat(fs.dir, &st) != nil {
+	if minor == 0 {
+		if syscall.Stat(dir, &st) != nil {
 			return
 		}
-		fs.devMinor = int(st.Dev&0xff) | int(st.Dev>>12&^0xff)
+		minor = int(st.Dev&0xff) | int(st.Dev>>12&^0xff)
 	}
 	const ctl = "/sys/fs/fuse/connections"
-	if _, err := os.Stat(filepath.Join(ctl, fmt.Sprint(fs.devMinor))); err != nil {
+	if _, err := os.Stat(filepath.Join(ctl, fmt.Sprint(minor))); err != nil {
 		_ = syscall.Mount("none", ctl, "fusectl", 0, "")
 	}
-	_ = os.WriteFile(filepath.Join(ctl, fmt.Sprint(fs.devMinor), "abort"), []byte("1"), 0)
+	_ = os.WriteFile(filepath.Join(ctl, fmt.Sprint(minor), "abort"), []byte("1"), 0)
+}
+
+func (fs *diskFS) has(name string) bool {
+	fs.mu.RLock()
+	defer fs.mu.RUnlock()
+	return fs.disks[name] != nil
 }
 
 // Add makes a disk of size bytes, zero-filled. filler is what its punched sectors read as.
-func (fs *FS) Add(name string, size int64, filler byte) {
+func (fs *diskFS) Add(name string, size int64, filler byte) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	d := &Disk{name: name, ino: uint64(len(fs.disks) + 2), size: size, cur: make([]byte, size), durable: make([]byte, size),
@@ -220,23 +235,75 @@ func (fs *FS) Add(name string, size int64, filler byte) {
 	fs.byIno[d.ino] = d
 }
 
-// SetFilter sets the filter every operation passes (nil: none).
-func (fs *FS) SetFilter(f Filter) {
+// Arm adds a rule; Disarm takes every rule away.
+func (fs *diskFS) Arm(r Rule) {
 	fs.mu.Lock()
-	fs.filter = f
+	fs.rules = append(fs.rules, r)
 	fs.mu.Unlock()
 }
 
+func (fs *diskFS) Disarm() {
+	fs.mu.Lock()
+	fs.rules = nil
+	fs.mu.Unlock()
+}
+
+// Gen is the generation: one more for every power loss and kill.
+func (fs *diskFS) Gen() uint64 {
+	fs.mu.RLock()
+	defer fs.mu.RUnlock()
+	return fs.gen
+}
+
+// decide applies the rules to op: nil lets it go; an error fails it, after a cut if a rule said so.
+func (fs *diskFS) decide(op Op) error {
+	fs.mu.Lock()
+	var cut *Rule
+	failed := false
+	for i := range fs.rules {
+		r := &fs.rules[i]
+		if r.N <= 0 || !r.matches(op) {
+			continue
+		}
+		r.N--
+		if !r.Cut {
+			failed = true
+			break
+		}
+		if r.N == 0 {
+			cut = r
+			break
+		}
+	}
+	if failed {
+		fs.stats.Failed++
+	}
+	fs.mu.Unlock()
+	if cut != nil {
+		gen := fs.PowerLoss()
+		select {
+		case fs.cuts <- Cut{Gen: gen, Why: cut.Why, Op: op}:
+		default: // nobody reads them: the generation still tells
+		}
+		return syscall.EIO
+	}
+	if failed {
+		return syscall.EIO
+	}
+	return nil
+}
+
 // Stats returns the counts so far.
-func (fs *FS) Stats() Stats {
+func (fs *diskFS) Stats() Stats {
 	fs.mu.RLock()
 	defer fs.mu.RUnlock()
 	return fs.stats
 }
 
 // PowerLoss cuts the power: of each disk, what is durable stays, and of each write not yet
-// durable each sector stays or goes by the seeded choice; every file open so far is dead.
-func (fs *FS) PowerLoss() {
+// durable each sector stays or goes by the seeded choice; every file open so far is dead. It
+// returns the new generation.
+func (fs *diskFS) PowerLoss() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.gen++
@@ -265,27 +332,29 @@ func (fs *FS) PowerLoss() {
 		d.log = d.log[:0]
 		copy(d.cur, d.durable)
 	}
+	return fs.gen
 }
 
 // Kill is the death of the process serving the array, the power on: the disks keep all they
 // took (what is not durable stays in their caches, a later power loss may still lose it), and
-// every file open so far is dead.
-func (fs *FS) Kill() {
+// every file open so far is dead. It returns the new generation.
+func (fs *diskFS) Kill() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.gen++
 	fs.stats.Kills++
+	return fs.gen
 }
 
 // Snapshot returns a copy of what disk name's reads see now.
-func (fs *FS) Snapshot(name string) []byte {
+func (fs *diskFS) Snapshot(name string) []byte {
 	fs.mu.RLock()
 	defer fs.mu.RUnlock()
 	return append([]byte(nil), fs.disks[name].cur...)
 }
 
 // ReadAt reads disk name's current contents at off, bypassing the file system (and its filter).
-func (fs *FS) ReadAt(name string, b []byte, off int64) {
+func (fs *diskFS) ReadAt(name string, b []byte, off int64) {
 	fs.mu.RLock()
 	defer fs.mu.RUnlock()
 	copy(b, fs.disks[name].cur[off:])
@@ -293,7 +362,7 @@ func (fs *FS) ReadAt(name string, b []byte, off int64) {
 
 // WriteAt writes b to disk name at off durably, bypassing the file system: a test's hand on a
 // member (a copy made to differ).
-func (fs *FS) WriteAt(name string, b []byte, off int64) {
+func (fs *diskFS) WriteAt(name string, b []byte, off int64) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	d := fs.disks[name]
@@ -305,7 +374,7 @@ func (fs *FS) WriteAt(name string, b []byte, off int64) {
 	}
 }
 
-func (fs *FS) names() []string {
+func (fs *diskFS) names() []string {
 	n := make([]string, 0, len(fs.disks))
 	for k := range fs.disks {
 		n = append(n, k)
@@ -320,9 +389,8 @@ func (d *Disk) fillHole(img []byte, lo, hi int64) {
 	}
 }
 
-// do runs one operation: the filter, then the disk, under the shared lock, for a handle of the
-// current generation only.
-func (fs *FS) do(h uint64, op Op, data []byte) (n int, err error) {
+// do runs one operation: the rules, then the disk, for a handle of the current generation only.
+func (fs *diskFS) do(h uint64, op Op, data []byte) (n int, err error) {
 	fs.fhMu.Lock()
 	f, ok := fs.fhs[h]
 	fs.fhMu.Unlock()
@@ -331,24 +399,19 @@ func (fs *FS) do(h uint64, op Op, data []byte) (n int, err error) {
 	}
 	op.Disk = f.d.name
 	fs.mu.RLock()
-	filter, gen := fs.filter, fs.gen
+	gen := fs.gen
 	fs.mu.RUnlock()
 	if f.gen != gen {
 		return 0, syscall.EIO
 	}
-	if filter != nil {
-		if err := filter(op); err != nil {
-			fs.mu.Lock()
-			fs.stats.Failed++
-			fs.mu.Unlock()
-			return 0, syscall.EIO
-		}
+	if err := fs.decide(op); err != nil {
+		return 0, err
 	}
 	// Exclusive: a disk's image, log and counters change here, and this is a test's disk.
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if f.gen != fs.gen {
-		return 0, syscall.EIO // the power went while the filter held it
+		return 0, syscall.EIO // the power went meanwhile
 	}
 	d := f.d
 	if op.Off < 0 || op.Off > d.size {
@@ -398,7 +461,7 @@ func (fs *FS) do(h uint64, op Op, data []byte) (n int, err error) {
 	return 0, syscall.ENOSYS
 }
 
-func (fs *FS) open(ino uint64) (uint64, bool) {
+func (fs *diskFS) open(ino uint64) (uint64, bool) {
 	fs.mu.RLock()
 	d, ok := fs.byIno[ino]
 	gen := fs.gen
@@ -413,7 +476,7 @@ func (fs *FS) open(ino uint64) (uint64, bool) {
 	return fs.nextFh, true
 }
 
-func (fs *FS) release(h uint64) {
+func (fs *diskFS) release(h uint64) {
 	fs.fhMu.Lock()
 	delete(fs.fhs, h)
 	fs.fhMu.Unlock()

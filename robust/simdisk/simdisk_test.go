@@ -13,7 +13,7 @@ import (
 
 // mountT mounts a file system for a test, or says why it cannot (a required gate: see
 // robust.RequireFUSE).
-func mountT(t *testing.T) *FS {
+func mountT(t *testing.T) *Disks {
 	t.Helper()
 	if os.Getenv("URAID_ROBUST") == "" {
 		t.Skip("the simulated disks are tested with URAID_ROBUST=1 (make robustness)")
@@ -24,18 +24,28 @@ func mountT(t *testing.T) *FS {
 		}
 		t.Skip("needs root and /dev/fuse (make test sets URAID_ROBUST, which makes this a failure)")
 	}
-	fs, err := Mount(os.TempDir(), 1)
+	fs, err := Start(os.TempDir(), 1, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { fs.Close() })
 	return fs
 }
 
-func openDisk(t *testing.T, fs *FS, name string) int {
+func openDisk(t *testing.T, fs *Disks, name string) int {
 	t.Helper()
 	fd, err := unix.Open(fs.Path(name), unix.O_RDWR|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
+}
+
+// noServeEnv makes this binary a child that does not serve, for the test of Start's refusal.
+const noServeEnv = "URAID_SIMDISK_TEST_NOSERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(noServeEnv) == "" {
+		ServeChild()
+	}
+	os.Exit(m.Run())
 }
 
 func aligned(n int, b byte) []byte {
@@ -86,9 +96,9 @@ func TestVolatileCache(t *testing.T) {
 	assert.EqualValues(t, 16, fs.Stats().KeptSectors+fs.Stats().DroppedSectors)
 }
 
-// TestPunchAndFilter: a punch reads as the disk's filler and is volatile like a write; a filter
-// fails the operations it picks.
-func TestPunchAndFilter(t *testing.T) {
+// TestPunchAndRules: a punch reads as the disk's filler and is volatile like a write; a rule fails
+// the operations it matches, as many as it says.
+func TestPunchAndRules(t *testing.T) {
 	fs := mountT(t)
 	fs.Add("d", 1<<20, 0xee)
 	fd := openDisk(t, fs, "d")
@@ -98,16 +108,15 @@ func TestPunchAndFilter(t *testing.T) {
 	require.NoError(t, unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, 4096))
 	assert.Equal(t, bytes.Repeat([]byte{0xee}, 4096), fs.Snapshot("d")[:4096])
 	require.NoError(t, unix.Fsync(fd))
-	fs.SetFilter(func(op Op) error {
-		if op.Kind == Write && op.Off == 4096 {
-			return errors.New("bad sector")
-		}
-		return nil
-	})
+	fs.Arm(Rule{Match: Match{Kind: Write, From: 4096, To: 8192}, N: 1})
+	_, err = unix.Pwrite(fd, aligned(4096, 2), 8192)
+	assert.NoError(t, err, "a write the rule does not match failed")
 	_, err = unix.Pwrite(fd, aligned(4096, 2), 4096)
 	assert.True(t, errors.Is(err, unix.EIO), "%v", err)
+	fs.Arm(Rule{Match: Match{Disk: "other", Kind: Write}, N: 1})
 	_, err = unix.Pwrite(fd, aligned(4096, 2), 8192)
-	assert.NoError(t, err)
+	assert.NoError(t, err, "a rule of another disk failed a write, or a spent rule another")
+	assert.EqualValues(t, 1, fs.Stats().Failed)
 	fs.PowerLoss()
 	assert.Equal(t, bytes.Repeat([]byte{0xee}, 4096), fs.Snapshot("d")[:4096], "a flushed punch was lost")
 	assert.Equal(t, aligned(4096, 1), fs.Snapshot("d")[4096:8192])
@@ -126,4 +135,45 @@ func TestFlushAfterFUA(t *testing.T) {
 	require.NoError(t, unix.Fdatasync(fd))
 	fs.PowerLoss()
 	assert.Equal(t, aligned(4096, 2), fs.Snapshot("d")[:4096])
+}
+
+// TestCutRule: a cut rule cuts the power just before the N-th operation it matches, fails that
+// one, reports the cut with its generation, and leaves every file opened before it dead.
+func TestCutRule(t *testing.T) {
+	if os.Getenv("URAID_ROBUST") == "" {
+		t.Skip("the simulated disks are tested with URAID_ROBUST=1 (make robustness)")
+	}
+	cuts := make(chan Cut, 1)
+	fs, err := Start(os.TempDir(), 1, func(c Cut) { cuts <- c })
+	require.NoError(t, err)
+	t.Cleanup(func() { fs.Close() })
+	fs.Add("d", 1<<20, 0)
+	fd := openDisk(t, fs, "d")
+	fs.Arm(Rule{Match: Match{Kind: Flush}, N: 2, Cut: true, Why: "second flush"})
+	gen := fs.Gen()
+	_, err = unix.Pwrite(fd, aligned(4096, 1), 0)
+	require.NoError(t, err)
+	require.NoError(t, unix.Fdatasync(fd), "the first flush")
+	_, err = unix.Pwrite(fd, aligned(4096, 2), 0)
+	require.NoError(t, err)
+	assert.True(t, errors.Is(unix.Fdatasync(fd), unix.EIO), "the flush the rule cut before did not fail")
+	c := <-cuts
+	assert.Equal(t, "second flush", c.Why)
+	assert.Equal(t, gen+1, c.Gen)
+	assert.Equal(t, gen+1, fs.Gen())
+	assert.Equal(t, Flush, c.Op.Kind)
+	_, err = unix.Pread(fd, aligned(4096, 0), 0)
+	assert.True(t, errors.Is(err, unix.EIO), "a file opened before the cut still works: %v", err)
+	img := fs.Snapshot("d")[:4096]
+	assert.True(t, bytes.Equal(img, aligned(4096, 1)) || bytes.Equal(img, aligned(4096, 2)),
+		"after the cut the sector holds neither the flushed write nor the one after it")
+	assert.EqualValues(t, 1, fs.Stats().PowerLosses)
+}
+
+// TestStartRefusesABinaryThatDoesNotServe: Start names the missing ServeChild instead of hanging.
+func TestStartRefusesABinaryThatDoesNotServe(t *testing.T) {
+	// The child skips ServeChild (see TestMain), lists no tests and exits without a word.
+	_, err := startWith(os.TempDir(), 1, nil, []string{noServeEnv + "=1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ServeChild")
 }
