@@ -3,6 +3,7 @@ package raid
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -172,7 +173,11 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		replacing[ms.SB.Index] = byPath[ms.Path]
 		delete(byPath, ms.Path)
 	}
-	for _, m := range byPath { // stale members take no part
+	for _, ms := range asm.Superseded {
+		slog.Warn("assemble: device left out: another device claims its slot with newer events (the old device of a finished replace, or a replacement let go); wipe or reuse it",
+			"array", asm.Newest.Name, "device", ms.Path, "index", ms.SB.Index, "events", ms.SB.Events)
+	}
+	for _, m := range byPath { // stale and superseded members take no part
 		m.Close()
 	}
 	a, err := newArray(asm.Newest, members, o, layout{rebuilding: asm.Rebuilding, spares: spares, replacing: replacing})
@@ -445,6 +450,10 @@ func (a *Array) writeSuperblocks(st State) error {
 	var errs []error
 	a.membersMu.Lock()
 	defer a.membersMu.Unlock()
+	// The slot table every member gets names the devices this update keeps in service, so that
+	// a member a crash leaves one update behind is told from one whose failure it records.
+	sbs := make([]*Superblock, len(a.members))
+	slots := make([]uint64, len(a.members))
 	for i, m := range a.members {
 		if m == nil || !a.writable(i) {
 			continue
@@ -454,7 +463,17 @@ func (a *Array) writeSuperblocks(st State) error {
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
 			continue
 		}
-		sb.Events, sb.State, sb.UpdateTime = a.sb.Events, st, a.sb.UpdateTime
+		sbs[i], slots[i] = sb, sb.MemberUUID.Tag()
+	}
+	if slices.ContainsFunc(slots, func(t uint64) bool { return t != 0 }) {
+		a.sb.Slots = slots
+	}
+	for i, m := range a.members {
+		sb := sbs[i]
+		if sb == nil {
+			continue
+		}
+		sb.Events, sb.State, sb.UpdateTime, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots
 		sb.Role = RoleActive
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
 			sb.Role = RoleRebuilding
@@ -475,7 +494,7 @@ func (a *Array) writeSuperblocks(st State) error {
 	for _, sp := range a.spares {
 		sb, err := ReadSuperblock(sp.File)
 		if err == nil {
-			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index = a.sb.Events, st, a.sb.UpdateTime, RoleSpare, 0
+			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, RoleSpare, 0, a.sb.Slots
 			err = WriteSuperblock(sp.File, sb)
 		}
 		if err != nil {

@@ -40,6 +40,11 @@ type Assembly struct {
 	// Replacing lists the replacements of a replace under way: a member
 	// being rebuilt into a slot whose own member is still in it.
 	Replacing []MemberSB
+	// Superseded lists the given devices that claim a slot another given
+	// device claims with a higher event count: the old device of a
+	// finished replace, a replacement let go. They take no part, as a
+	// stale member does, but are not what makes the array degraded.
+	Superseded []MemberSB
 }
 
 // Degraded reports whether some slot has no current member.
@@ -64,7 +69,8 @@ var (
 	// Assembly is still returned; the caller may run degraded.
 	ErrMissingMember = errors.New("missing")
 	// ErrStaleMember means a member's event count is behind the newest
-	// member's. The Assembly is still returned, without that member.
+	// member's (by more than a torn update, see Superblock.Slots). The
+	// Assembly is still returned, without that member.
 	ErrStaleMember = errors.New("stale")
 )
 
@@ -122,8 +128,23 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 			slots[m.SB.Index] = append(slots[m.SB.Index], m)
 		}
 	}
-	var replacing []MemberSB
+	var replacing, superseded []MemberSB
 	for i, claim := range slots {
+		// A device whose superblock still claims the slot after it left it (the old device of a
+		// finished replace, a replacement let go) is behind the slot's newest claimant: the newer
+		// superblock was written after it was let go, so it knows better.
+		if len(claim) > 1 {
+			top := slices.MaxFunc(claim, func(a, b MemberSB) int { return cmp.Compare(a.SB.Events, b.SB.Events) }).SB.Events
+			var kept []MemberSB
+			for _, m := range claim {
+				if m.SB.Events < top {
+					superseded = append(superseded, m)
+				} else {
+					kept = append(kept, m)
+				}
+			}
+			claim, slots[i] = kept, kept
+		}
 		if len(claim) == 2 && (claim[0].SB.Role == RoleRebuilding) != (claim[1].SB.Role == RoleRebuilding) {
 			// A replace under way: the slot's member and, being rebuilt beside it, its
 			// replacement.
@@ -142,7 +163,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		return nil, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
 	}
 
-	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members), Spares: spares}
+	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members), Spares: spares, Superseded: superseded}
 	for _, m := range replacing {
 		if m.SB.Events >= ref.Events { // a stale replacement starts over as a spare would
 			a.Replacing = append(a.Replacing, m)
@@ -152,7 +173,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		switch {
 		case len(claim) == 0:
 			a.Missing = append(a.Missing, uint32(i))
-		case claim[0].SB.Events < ref.Events && !plant.Is("recovery"):
+		case claim[0].SB.Events < ref.Events && !tornBehind(claim[0].SB, ref) && !plant.Is("recovery"):
 			a.Stale = append(a.Stale, claim[0])
 		default:
 			a.Members[i] = claim[0]
@@ -184,6 +205,16 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level.ShortName()))
 	}
 	return a, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
+}
+
+// tornBehind reports whether sb, behind ref, missed only ref's update and ref still names it in
+// its slot: a crash stopped that update between members, and sb missed no write (a write goes to
+// fewer copies only once the superblocks record the failure that made them fewer).
+func tornBehind(sb, ref *Superblock) bool {
+	if plant.Is("torn") {
+		return sb.Events+1 == ref.Events // any member one behind, whatever the table says
+	}
+	return sb.Events+1 == ref.Events && ref.Slots != nil && ref.Slots[sb.Index] == sb.MemberUUID.Tag()
 }
 
 // checkMembersReadable rejects input that is unusable before members are compared.
@@ -290,30 +321,12 @@ func describeGeometryField(sb *Superblock, field string) string {
 	return ""
 }
 
+// duplicateIndexError explains claimants of one slot that carry the same event count (an older
+// claimant is superseded, not an error).
 func duplicateIndexError(index uint32, claim []MemberSB) error {
-	hint := "leave all but one out"
-	sameDevice := true
-	for _, m := range claim[1:] {
-		if m.SB.MemberUUID != claim[0].SB.MemberUUID || m.SB.Events != claim[0].SB.Events {
-			sameDevice = false
-		}
-	}
-	if sameDevice {
+	hint := "they carry the same events but are different members, so neither is known to be the slot's: leave all but one out"
+	if !slices.ContainsFunc(claim[1:], func(m MemberSB) bool { return m.SB.MemberUUID != claim[0].SB.MemberUUID }) {
 		hint = "they carry the same member UUID and events: is one device named twice under different paths? name it once"
-	} else {
-		newest := slices.MaxFunc(claim, func(a, b MemberSB) int {
-			return cmp.Compare(a.SB.Events, b.SB.Events)
-		})
-		var older []string
-		for _, m := range claim {
-			if m.SB.Events < newest.SB.Events {
-				older = append(older, fmt.Sprintf("%s (events %d)", m.Path, m.SB.Events))
-			}
-		}
-		if len(older) > 0 {
-			hint = fmt.Sprintf("%s has events %d; %s were probably replaced by it: leave them out",
-				newest.Path, newest.SB.Events, strings.Join(older, ", "))
-		}
 	}
 	return fmt.Errorf("members %s all claim index %d: %w: %s", memberPaths(claim), index, ErrDuplicateIndex, hint)
 }

@@ -364,16 +364,18 @@ func newSuperblocks(o *CreateOptions, dataSize int64) ([]*Superblock, error) {
 	}
 	now := time.Now().UnixNano()
 	sbs := make([]*Superblock, len(o.Members))
+	slots := make([]uint64, len(o.Members))
 	for i := range sbs {
 		mid, err := NewUUID()
 		if err != nil {
 			return nil, err
 		}
+		slots[i] = mid.Tag()
 		sbs[i] = &Superblock{
 			ArrayUUID: id, Name: o.Name, Level: o.Level, Layout: o.Layout,
 			ChunkSize: uint64(o.Chunk), Members: uint32(len(o.Members)), Index: uint32(i),
 			MemberUUID: mid, DataOffset: DefaultDataOffset, DataSize: uint64(dataSize),
-			Events: 1, State: StateClean, CreateTime: now, UpdateTime: now,
+			Events: 1, State: StateClean, CreateTime: now, UpdateTime: now, Slots: slots,
 		}
 	}
 	return sbs, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 
 	"uraid/mapping"
 )
@@ -41,7 +42,11 @@ import (
 //	   120    8 creation time, Unix nanoseconds
 //	   128    8 update time, Unix nanoseconds
 //	   136    1 role (minor 1): 0 in its slot, 1 spare, 2 being rebuilt into its slot
-//	   137 3955 reserved for later minor versions, written as zero
+//	   137    7 reserved, written as zero
+//	   144 2048 slot table (minor 2): per slot, the first 8 bytes of the member UUID of the
+//	          device in service there (in its slot or being rebuilt into it), 0 for none;
+//	          entries past the member count are zero
+//	  2192 1900 reserved for later minor versions, written as zero
 //	  4092    4 CRC32C (Castagnoli) of bytes 0-4091
 //
 // The magic, the major version and the checksum keep their positions in
@@ -65,7 +70,7 @@ const (
 	// become version 2 when an array of them first runs.
 	VersionMajor    = 2
 	MinVersionMajor = 1
-	VersionMinor    = 1 // fields added in reserved space bump this; 1 added the role
+	VersionMinor    = 2 // fields added in reserved space bump this; 1 added the role, 2 the slot table
 
 	DefaultDataOffset = 1 << 20 // data starts 1 MiB in, as in md 1.2
 	DataOffsetAlign   = 1 << 20 // aligns data to any sector, page or discard granularity
@@ -114,7 +119,8 @@ const (
 	offCreateTime = 120
 	offUpdateTime = 128
 	offRole       = 136
-	offReserved   = 137
+	offSlots      = 144
+	offReserved   = offSlots + 8*mapping.MaxMembers
 	offChecksum   = SuperblockSize - 4
 )
 
@@ -141,6 +147,13 @@ type Superblock struct {
 	// (Index is then 0 and means nothing), or being rebuilt into slot Index (its data there is
 	// not whole yet: the region map's cursor says how far the rebuild got).
 	Role Role
+	// Slots says, as of this update, which device is in service in each slot (the member UUID's
+	// Tag, 0 for none); nil in a superblock older than minor 2. Each update reaches the members
+	// one after another, so a crash can leave some of them one update behind the rest without
+	// their having missed a write: assemble takes such a member as current when the newest
+	// superblock's table names it in its slot, and as stale otherwise (its failure was what the
+	// update recorded).
+	Slots []uint64
 }
 
 // ValidateName reports whether name can be an array name: it ends up in
@@ -241,6 +254,13 @@ func (sb *Superblock) validate() error {
 	if sb.Role == RoleSpare && sb.Index != 0 {
 		return fmt.Errorf("spare with member index %d: a spare has no slot, its index is 0", sb.Index)
 	}
+	if sb.Slots != nil && len(sb.Slots) != int(sb.Members) {
+		return fmt.Errorf("slot table of %d entries for %d members", len(sb.Slots), sb.Members)
+	}
+	if sb.Slots != nil && !slices.ContainsFunc(sb.Slots, func(t uint64) bool { return t != 0 }) {
+		// It would read back as no table: an array in service has a device in some slot.
+		return errors.New("slot table names no device")
+	}
 	return nil
 }
 
@@ -286,6 +306,9 @@ func (sb *Superblock) marshalInto(block []byte) error {
 	le.PutUint64(block[offCreateTime:], uint64(sb.CreateTime))
 	le.PutUint64(block[offUpdateTime:], uint64(sb.UpdateTime))
 	block[offRole] = byte(sb.Role)
+	for i, t := range sb.Slots {
+		le.PutUint64(block[offSlots+8*i:], t)
+	}
 	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], crc32cTable))
 	return nil
 }
@@ -341,6 +364,17 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 	d.CreateTime = int64(le.Uint64(block[offCreateTime:]))
 	d.UpdateTime = int64(le.Uint64(block[offUpdateTime:]))
 	d.Role = Role(block[offRole])
+	if le.Uint16(block[offMajor:]) >= 2 && le.Uint16(block[offMinor:]) >= 2 && d.Members <= mapping.MaxMembers {
+		// A table of zeros is no table (Validate refuses to write one).
+		for i := range d.Members {
+			if t := le.Uint64(block[offSlots+8*i:]); t != 0 {
+				if d.Slots == nil {
+					d.Slots = make([]uint64, d.Members)
+				}
+				d.Slots[i] = t
+			}
+		}
+	}
 	if err := d.Validate(); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package raid
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -58,7 +59,7 @@ func checkDecodeRoundTrip(t *testing.T, data []byte) {
 	if err := again.UnmarshalBinary(enc); err != nil {
 		t.Fatalf("re-encoded superblock does not decode: %v", err)
 	}
-	if again != sb {
+	if !reflect.DeepEqual(again, sb) {
 		t.Fatalf("round trip changed the superblock:\n got %+v\nwant %+v", again, sb)
 	}
 }

@@ -58,7 +58,7 @@ func TestSuperblockLayout(t *testing.T) {
 	require.Len(t, b, 4096)
 	assert.Equal(t, []byte("URAIDSB\x00"), b[0:8], "magic")
 	assert.Equal(t, uint16(2), le.Uint16(b[8:]), "major")
-	assert.Equal(t, uint16(1), le.Uint16(b[10:]), "minor")
+	assert.Equal(t, uint16(2), le.Uint16(b[10:]), "minor")
 	assert.Equal(t, byte(4), b[12], "level raid10")
 	assert.Equal(t, byte(2), b[13], "layout f2")
 	assert.Equal(t, byte(2), b[14], "state dirty")
@@ -75,12 +75,14 @@ func TestSuperblockLayout(t *testing.T) {
 	assert.Equal(t, uint64(sb.CreateTime), le.Uint64(b[120:]), "ctime")
 	assert.Equal(t, uint64(sb.UpdateTime), le.Uint64(b[128:]), "utime")
 	assert.Equal(t, byte(0), b[136], "role active")
-	assert.Equal(t, make([]byte, 4092-137), b[offReserved:4092], "reserved area is zero")
+	assert.Equal(t, make([]byte, 144-137), b[137:144], "reserved")
+	assert.Equal(t, make([]byte, 8*256), b[144:2192], "no slot table")
+	assert.Equal(t, make([]byte, 4092-2192), b[offReserved:4092], "reserved area is zero")
 	assert.Equal(t, crc32.Checksum(b[:4092], crc32.MakeTable(crc32.Castagnoli)), le.Uint32(b[4092:]), "crc32c")
 
 	// A value a human can check against a hex dump: the first bytes of the
 	// block as md's docs would show them.
-	assert.Equal(t, "55524149445342000200010004020200", strings.ToLower(sbHexString(b[:16])))
+	assert.Equal(t, "55524149445342000200020004020200", strings.ToLower(sbHexString(b[:16])))
 }
 
 // A version 1 member (before region maps) still reads, and is written back as version 2.
@@ -128,7 +130,7 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "zeroed block", mutate: func(b []byte) { clear(b) }, noReseal: true, want: ErrNotMember, msg: "not a uraid member"},
 		{name: "bad checksum", mutate: func(b []byte) { b[200] ^= 1 }, noReseal: true, want: ErrCorrupt, msg: "corrupt superblock"},
 		{name: "checksum field damaged", mutate: func(b []byte) { b[4095] ^= 0x80 }, noReseal: true, want: ErrCorrupt, msg: "checksum"},
-		{name: "unknown major version", mutate: func(b []byte) { le.PutUint16(b[8:], 3) }, want: ErrUnsupportedVersion, msg: "version 3.1"},
+		{name: "unknown major version", mutate: func(b []byte) { le.PutUint16(b[8:], 3) }, want: ErrUnsupportedVersion, msg: "version 3.2"},
 		{name: "major version zero", mutate: func(b []byte) { le.PutUint16(b[8:], 0) }, want: ErrUnsupportedVersion, msg: "upgrade uraid"},
 		{name: "index equals count", mutate: func(b []byte) { le.PutUint32(b[84:], 4) }, want: ErrInvalid, msg: "member index 4 is not below member count 4"},
 		{name: "index above count", mutate: func(b []byte) { le.PutUint32(b[84:], math.MaxUint32) }, want: ErrInvalid, msg: "member index"},
@@ -294,6 +296,15 @@ var genSuperblock = rapid.Custom(func(t *rapid.T) Superblock {
 	sb.State = rapid.SampledFrom([]State{StateClean, StateDirty}).Draw(t, "state")
 	sb.CreateTime = rapid.Int64().Draw(t, "ctime")
 	sb.UpdateTime = rapid.Int64().Draw(t, "utime")
+	if rapid.Bool().Draw(t, "hasSlots") {
+		sb.Slots = make([]uint64, sb.Members)
+		for i := range sb.Slots {
+			if rapid.Bool().Draw(t, "inService") {
+				sb.Slots[i] = rapid.Uint64().Draw(t, "tag")
+			}
+		}
+		sb.Slots[rapid.IntRange(0, int(sb.Members)-1).Draw(t, "named")] = rapid.Uint64Min(1).Draw(t, "namedTag")
+	}
 	return sb
 })
 

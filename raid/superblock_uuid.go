@@ -2,6 +2,7 @@ package raid
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 )
@@ -26,6 +27,10 @@ func NewUUID() (UUID, error) {
 func (u UUID) IsZero() bool {
 	return u == UUID{}
 }
+
+// Tag is the first 8 bytes of u, as the superblock's slot table names a member: never 0 for a
+// UUID uraid made (its version nibble is in byte 6).
+func (u UUID) Tag() uint64 { return binary.LittleEndian.Uint64(u[:8]) }
 
 // String formats u as xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
 func (u UUID) String() string {

@@ -3,6 +3,7 @@ package robust
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strings"
@@ -43,6 +44,7 @@ func TestMain(m *testing.M) {
 	if f, err := os.CreateTemp("", "uraid-robust-*.log"); err == nil {
 		logPath = f.Name()
 		os.Stderr = f // before any array runs: the packages below log to os.Stderr
+		slog.SetDefault(slog.New(slog.NewTextHandler(f, nil)))
 	}
 	// A run that hangs must not leave the process waiting on disks nobody serves at exit: the
 	// watchdog ends the disk processes first, and so does the end of the run.
@@ -119,7 +121,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back.
-var planted = []string{"A", "B", "C", "D", "E", "F", "map", "resync", "recovery"}
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "resync", "recovery", "torn"}
 
 // TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
 // reports the seed and the requests to the first finding; a defect the harness misses within its

@@ -3,6 +3,7 @@ package robust
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -150,9 +151,14 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 	return w.failure, w.stats, nil
 }
 
+//
+// The line goes to the array's log too, so that the array's messages read in the order of the
+// harness's steps.
 func (w *world) logf(format string, args ...any) {
+	line := fmt.Sprintf("[%d] ", w.requests.Load()) + fmt.Sprintf(format, args...)
+	fmt.Fprintf(os.Stderr, "robust: %s\n", line)
 	if w.cfg.Log != nil {
-		w.cfg.Log(fmt.Sprintf("[%d] ", w.requests.Load()) + fmt.Sprintf(format, args...))
+		w.cfg.Log(line)
 	}
 }
 
@@ -258,6 +264,7 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 	w.live = a
 	w.recordMu.Unlock()
 	w.a = a
+	w.logf("epoch %d serves %v", w.stats.Epochs, a.Status("", 0).InService())
 	a.OnMembershipChange(func() { w.recordMembers(a) })
 	w.recordMembers(a)
 	if err := a.MarkDirty(); err != nil {
@@ -273,14 +280,16 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 
 // recordMembers keeps the devices in service of a, the array of this epoch, as the daemon's
 // record does. An earlier epoch's array may still call it as it closes: it is not heard.
+//
+// The status is read under recordMu, as the daemon reads it under its own lock: two changes
+// heard at once must not write the older view last.
 func (w *world) recordMembers(a *raid.Array) {
-	ps := a.Status("", 0).InService() // as the daemon records them
 	w.recordMu.Lock()
 	defer w.recordMu.Unlock()
 	if a != w.live || w.crashedNow() {
 		return // the dead array's view: the daemon's successor goes by the record as it was
 	}
-	w.record = ps
+	w.record = a.Status("", 0).InService() // as the daemon records them
 }
 
 // crashedNow says whether the disks were cut this epoch, by the harness or by a rule on the
@@ -411,7 +420,7 @@ func (w *world) restart(e ending) error {
 	}
 	a, err := raid.Assemble("r", paths, w.options())
 	if err != nil {
-		w.fail("assemble after %s of %v: %v", endingNames[e], paths, err)
+		w.fail("assemble after %s of %v: %v; superblocks: %s", endingNames[e], paths, err, describeSuperblocks(paths))
 		return nil
 	}
 	return w.serve(a, e != endStop)
@@ -499,4 +508,25 @@ var failpoints = []string{
 	raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, raid.FailpointResyncRegion,
 	raid.FailpointFailed, raid.FailpointMapFlush,
 	"superblock-write", "map-write", "data-write", "disk-flush",
+}
+
+// describeSuperblocks says what each device's superblock claims, for a failure's triage.
+func describeSuperblocks(paths []string) string {
+	var out []string
+	for _, p := range paths {
+		d := filepath.Base(p) + " "
+		f, err := os.Open(p)
+		if err != nil {
+			out = append(out, d+err.Error())
+			continue
+		}
+		sb, err := raid.ReadSuperblock(f)
+		f.Close()
+		if err != nil {
+			out = append(out, d+err.Error())
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s index %d role %d events %d", d, sb.Index, sb.Role, sb.Events))
+	}
+	return strings.Join(out, "; ")
 }
