@@ -90,6 +90,9 @@ func inService(m raid.MemberStatus) bool {
 
 // failOne fails a random member in service (refused for the last copy of some data).
 func (w *world) failOne(rng *rand.Rand) {
+	if w.faultPending() {
+		return
+	}
 	var cands []string
 	for _, m := range w.slots() {
 		if inService(m) {
@@ -115,6 +118,9 @@ func (w *world) failOne(rng *rand.Rand) {
 // refusedFails asks, again and again, to fail a member that holds the last copy of some data,
 // while the workload reads: a refusal must cost no request anything.
 func (w *world) refusedFails(rng *rand.Rand) {
+	if w.faultPending() {
+		return // a fail that is not refused would add to the pending error's
+	}
 	for _, m := range w.slots() {
 		if m.State != raid.MemberActive.String() {
 			continue
@@ -132,6 +138,11 @@ func (w *world) refusedFails(rng *rand.Rand) {
 	}
 }
 
+// faultPending reports whether a member error the harness injected has not struck yet: until it
+// has, no other member may be taken out, or the two together could take the last copy of some
+// data, which no RAID survives.
+func (w *world) faultPending() bool { return w.fs.Stats().Failed < w.faultsArmed }
+
 // injectWriteError makes the next data write of a random member fail, as a dying disk would.
 func (w *world) injectWriteError(rng *rand.Rand) {
 	ms := w.slots()
@@ -141,13 +152,14 @@ func (w *world) injectWriteError(rng *rand.Rand) {
 			active++
 		}
 	}
-	if active < len(ms) {
+	if active < len(ms) || w.faultPending() {
 		return // one member out at a time: the array keeps a copy of everything
 	}
 	m := ms[rng.IntN(len(ms))]
 	disk := w.name(m.Path)
 	w.fs.Arm(simdisk.Rule{Match: simdisk.Match{Disk: disk, Kind: simdisk.Write, From: w.dataOff}, N: 1})
 	w.stats.Injected++
+	w.faultsArmed++
 	w.logf("the next data write of %s fails", disk)
 }
 

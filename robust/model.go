@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -225,14 +226,16 @@ var blockModel = porcupine.Model{
 // history records block operations as the workload runs; its clock orders them.
 type history struct {
 	clock int64
-	ops   map[int64][]porcupine.Operation // by block
+	// seen is clock for readers without the history's lock: the harness's log lines carry it.
+	seen atomic.Int64
+	ops  map[int64][]porcupine.Operation // by block
 	// global lists the flushes and crashes, which belong to every block's history.
 	global []porcupine.Operation
 }
 
 func newHistory() *history { return &history{ops: map[int64][]porcupine.Operation{}} }
 
-func (h *history) now() int64 { h.clock++; return h.clock }
+func (h *history) now() int64 { h.clock++; h.seen.Store(h.clock); return h.clock }
 
 func (h *history) add(client int, in blockIn, out uint64, call, ret int64) {
 	op := porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret}

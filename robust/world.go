@@ -108,7 +108,10 @@ type world struct {
 	// admin's goroutine is the only one that changes membership. It arms member errors and
 	// power losses at disk steps on the disks, and power losses at the array's failpoints here.
 	fpArm atomic.Pointer[fpCrash]
-	start time.Time
+	// faultsArmed counts the member errors armed on the disks, less those that never struck: the
+	// disks count the ones that did (Stats.Failed). Admin's.
+	faultsArmed int64
+	start       time.Time
 	// requests is stats.Requests for the other goroutines (logs, findings); the counts of
 	// crashes in stats are under hmu, as they are made on any goroutine.
 	requests atomic.Int64
@@ -151,11 +154,10 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 	return w.failure, w.stats, nil
 }
 
-//
 // The line goes to the array's log too, so that the array's messages read in the order of the
 // harness's steps.
 func (w *world) logf(format string, args ...any) {
-	line := fmt.Sprintf("[%d] ", w.requests.Load()) + fmt.Sprintf(format, args...)
+	line := fmt.Sprintf("[%d @%d] ", w.requests.Load(), w.hist.seen.Load()) + fmt.Sprintf(format, args...)
 	fmt.Fprintf(os.Stderr, "robust: %s\n", line)
 	if w.cfg.Log != nil {
 		w.cfg.Log(line)
@@ -387,6 +389,7 @@ func (w *world) epoch() ending {
 	<-adminDone
 	w.fpArm.Store(nil)
 	w.fs.Disarm()
+	w.faultsArmed = w.fs.Stats().Failed // the errors that did not strike are gone with their rules
 	if w.crashedNow() {
 		w.drain()
 		return endPowerLoss // the kind is in the history; restart treats both alike
