@@ -8,7 +8,7 @@ E2E_ENV   := URAID_E2E=1 URAID_VERIFY=1
 # .ci/run calls it) fetches the same set.
 KERNELS   ?= 6.12 7.3
 
-.PHONY: all build vet test test-unit test-vm vm-setup bench bench-quick bench-build bench-mapping demo clean install robustness robustness-planted
+.PHONY: all build vet test test-unit test-robust test-vm vm-setup bench bench-quick bench-build bench-mapping demo clean install robustness robustness-planted
 
 all: build
 
@@ -62,7 +62,19 @@ test-vm: vm-setup
 vm-setup:
 	@for k in $(KERNELS); do KERNEL=$$k $(VM) check >/dev/null 2>&1 || KERNEL=$$k $(VM) setup || exit; done
 
-test: test-unit test-vm
+test: test-unit test-robust test-vm
+
+# The robustness harness, bounded for make test (about 2 minutes with the race detector on a
+# 2-core host): the disk tests, then ROBUST_OPS requests on each redundant layout from seed
+# ROBUST_SEED. It mounts its disks with FUSE, so it runs as root where /dev/fuse is.
+ROBUST_SEED ?= 1
+ROBUST_OPS  ?= 3000
+test-robust:
+	@if [ "$$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then \
+		echo "test-robust: the harness mounts its disks with FUSE: run make test as root on a host with /dev/fuse (modprobe fuse)"; exit 1; fi
+	URAID_ROBUST=1 URAID_VERIFY=1 $(GO) test -race -count=1 -timeout 5m ./robust/simdisk/
+	URAID_ROBUST=1 URAID_VERIFY=1 $(GO) test -race -count=1 -timeout 10m -run 'TestRobustness$$' ./robust/ \
+		-robust.seed=$(ROBUST_SEED) -robust.ops=$(ROBUST_OPS) -robust.deadline=9m
 
 # The suite against md (bench/, docs/benchmarks.md): four simulated SSDs served by simssd, md and
 # uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench takes
@@ -126,9 +138,9 @@ bench-mapping:
 
 # The robustness harness (docs/robustness.md): a random workload, membership changes, member
 # errors, power losses and kills over simulated disks with a volatile cache, the history checked
-# for linearizability. Needs root and /dev/fuse (the disks are a FUSE file system the test
-# mounts itself). make robustness [SEED=n] [DURATION=10m] [LAYOUT=raid10-near]; a failure prints
-# the command that replays it. Not yet in make test: see docs/robustness.md, "What is left".
+# for linearizability. Needs root and /dev/fuse (the disks are a FUSE file system the test binary
+# serves from a second process). make robustness [SEED=n] [DURATION=10m] [LAYOUT=raid10-near]; a
+# failure prints the command that replays it. make test runs a bounded run (test-robust).
 SEED     ?= 0
 DURATION ?= 2m
 LAYOUT   ?=

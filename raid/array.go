@@ -66,7 +66,11 @@ type Array struct {
 	// shadows[i] is slot i's replacement during a replace: every write to slot i reaches it too.
 	// shadowMembers mirrors it under membersMu for status; retired holds descriptors let go
 	// of while requests prepared with them may be in flight, closed with the array.
-	shadows       []atomic.Pointer[Member]
+	shadows []atomic.Pointer[Member]
+	// refilled counts, per slot, the devices installed in it on its descriptor number: a read
+	// prepared with the number before an install and submitted after it reads the new device,
+	// which a rebuild has not filled yet. The read notes the count and is reread when it moved.
+	refilled      []atomic.Uint32
 	shadowMembers []*Member
 	retired       []*Member
 	// adminMu serializes membership changes (fail, remove, add, replace, spares).
@@ -265,6 +269,7 @@ func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, er
 		tags:     make([][]tagState, o.Queues),
 		readTurn: make([]uint32, o.Queues),
 		shadows:  make([]atomic.Pointer[Member], len(members)),
+		refilled: make([]atomic.Uint32, len(members)),
 
 		shadowMembers: make([]*Member, len(members)),
 		events:        newEventQueue(),

@@ -424,3 +424,29 @@ func TestReplaceWhoseMemberLeaves(t *testing.T) {
 	assert.Contains(t, m.a.SyncStatus().Last.Error, "left the array")
 	m.readAll(want)
 }
+
+// TestReadPreparedBeforeASlotIsRefilled: a read prepared on a slot's descriptor, then a failure,
+// a remove and an add that installs a blank device on that descriptor number before the read is
+// submitted: the read reaches the new device, not rebuilt there yet, and must not return what it
+// read. (It returned zeros for data both copies held. Found by the robustness harness, seed 14 on
+// raid10-far.)
+func TestReadPreparedBeforeASlotIsRefilled(t *testing.T) {
+	for slot := range 2 {
+		t.Run(fmt.Sprint("slot", slot), func(t *testing.T) {
+			m := newMirrorWith(t, 0)
+			want := m.fill(2)[2][:harnessMaxIO]
+			off := 2 * m.a.regions.m.RegionSize()
+			// Start prepares the read on the queue's ring; the harness submits it in Wait.
+			require.NoError(t, m.h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: off, Length: harnessMaxIO}))
+			require.NoError(t, m.a.FailMember(m.paths[slot]))
+			require.NoError(t, m.a.RemoveMember(m.paths[slot]))
+			startPaced(t, m.a, func() { _, err := m.a.AddMember(blank(t, "new"), false); require.NoError(t, err) }, func() {
+				tag, res, err := m.h.Wait()
+				require.NoError(t, err)
+				require.Equal(t, uint16(1), tag)
+				require.EqualValues(t, harnessMaxIO, res)
+				assert.Equal(t, want, m.h.Buf(1)[:harnessMaxIO], "the read took the bytes of the device being rebuilt")
+			})
+		})
+	}
+}

@@ -134,6 +134,9 @@ func (a *Array) RemoveMember(path string) error {
 	m := a.members[i]
 	a.members[i] = nil
 	a.state[i].Store(int32(MemberMissing))
+	if !plant.Is("refill") {
+		a.refilled[i].Add(1) // the number closes: the next device opened may get it
+	}
 	a.membersMu.Unlock()
 	return m.Close()
 }
@@ -685,6 +688,9 @@ func (a *Array) install(i int, m *Member) error {
 	if old == nil {
 		a.members[i] = m
 		return nil
+	}
+	if !plant.Is("refill") {
+		a.refilled[i].Add(1) // before the number changes: a read that may see the new device sees it
 	}
 	if err := unix.Dup3(int(m.File.Fd()), int(old.File.Fd()), unix.O_CLOEXEC); err != nil {
 		return fmt.Errorf("member %s: take slot %d's descriptor: %w", m.Path, i, os.NewSyscallError("dup3", err))

@@ -31,6 +31,7 @@ type tagState struct {
 	read    discard.Read     // READ: the same, as the engine admits them
 	exts    []mapping.Extent // WRITE and FLUSH: one per member I/O
 	write   discard.Write    // WRITE: one range per extent (empty for a member out of service)
+	refill  []uint32         // READ: per piece, its copy's slot's Array.refilled when prepared
 	failed  []bool           // WRITE: which extents failed
 	shadow  []*Member        // WRITE: the replacement an extent goes to, nil for a slot's own
 	disc    discard.Discard  // DISCARD: the member ranges handed to the engine
@@ -59,6 +60,7 @@ const tagPrealloc = 8
 func (t *tagState) init() {
 	t.pieces = make([]mapping.Piece, 0, 2)
 	t.read.Pieces = make([]discard.ReadPiece, 0, 2)
+	t.refill = make([]uint32, 0, 2)
 	t.exts = make([]mapping.Extent, 0, tagPrealloc)
 	t.write.Ranges = make([]discard.Range, 0, tagPrealloc)
 	t.failed = make([]bool, 0, tagPrealloc)
@@ -194,7 +196,9 @@ func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	}
 	t.read.Reset()
 	t.read.Waiter = r
+	t.refill = t.refill[:0]
 	for i := range t.pieces {
+		t.refill = append(t.refill, 0)
 		p := &t.pieces[i]
 		rp := t.read.AddPiece()
 		// Copies of a region that needs resync may differ: until it is resynced every read of
@@ -240,6 +244,7 @@ func (a *Array) prepRead(r *ublk.Request, t *tagState, i int) {
 	}
 	c := rp.Pick()
 	p := &t.pieces[i]
+	t.refill[i] = a.refilled[c.Member].Load()
 	if err := r.PrepReadInto(a.fd(c.Member), p.Logical-r.Offset, p.Length, a.dataOff[c.Member]+c.Off, uint32(i)); err != nil {
 		a.engine.EndRead(&t.read, i)
 		t.err = -int32(unix.EIO)
@@ -394,12 +399,16 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		c := t.read.Pieces[i].Pick()
 		err := ioResult(res, p.Length)
 		a.account(c.Member, ublk.OpRead, p.Length, err, latency.Since(t.issued))
-		if err == nil {
+		refilled := a.refilled[c.Member].Load() != t.refill[i]
+		if err == nil && !refilled {
 			a.engine.EndRead(&t.read, i)
 			break
 		}
-		a.fail(c.Member, err)
-		// Fail over to another copy; with none left the request fails.
+		if !refilled {
+			a.fail(c.Member, err)
+		} // else a device was installed in the slot since the read was prepared: what it read
+		// may be the new device's, not rebuilt yet. Either way another copy is read; with none
+		// left the request fails.
 		a.keepReadable(&t.read.Pieces[i])
 		if a.engine.Reread(&t.read, i) {
 			a.prepRead(r, t, i)

@@ -138,10 +138,24 @@ func (w *world) refusedFails(rng *rand.Rand) {
 	}
 }
 
-// faultPending reports whether a member error the harness injected has not struck yet: until it
-// has, no other member may be taken out, or the two together could take the last copy of some
-// data, which no RAID survives.
-func (w *world) faultPending() bool { return w.fs.Stats().Failed < w.faultsArmed }
+// faultPending reports whether a member error the harness injected has not struck yet, or has
+// but the array has not yet taken its member out: until then no other member may be taken out,
+// or the two together could take the last copy of some data, which no RAID survives.
+func (w *world) faultPending() bool {
+	if w.faultDisk == "" {
+		return false
+	}
+	if w.fs.Stats().Failed < w.faultsArmed {
+		return true
+	}
+	for _, m := range w.slots() {
+		if w.name(m.Path) == w.faultDisk && inService(m) {
+			return true // the error struck; the array is about to fail the member
+		}
+	}
+	w.faultDisk = ""
+	return false
+}
 
 // injectWriteError makes the next data write of a random member fail, as a dying disk would.
 func (w *world) injectWriteError(rng *rand.Rand) {
@@ -160,6 +174,7 @@ func (w *world) injectWriteError(rng *rand.Rand) {
 	w.fs.Arm(simdisk.Rule{Match: simdisk.Match{Disk: disk, Kind: simdisk.Write, From: w.dataOff}, N: 1})
 	w.stats.Injected++
 	w.faultsArmed++
+	w.faultDisk = disk
 	w.logf("the next data write of %s fails", disk)
 }
 

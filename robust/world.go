@@ -111,6 +111,7 @@ type world struct {
 	// faultsArmed counts the member errors armed on the disks, less those that never struck: the
 	// disks count the ones that did (Stats.Failed). Admin's.
 	faultsArmed int64
+	faultDisk   string // the disk of the last one, until the array took it out
 	start       time.Time
 	// requests is stats.Requests for the other goroutines (logs, findings); the counts of
 	// crashes in stats are under hmu, as they are made on any goroutine.
@@ -389,7 +390,7 @@ func (w *world) epoch() ending {
 	<-adminDone
 	w.fpArm.Store(nil)
 	w.fs.Disarm()
-	w.faultsArmed = w.fs.Stats().Failed // the errors that did not strike are gone with their rules
+	w.faultsArmed, w.faultDisk = w.fs.Stats().Failed, "" // errors that did not strike went with their rules
 	if w.crashedNow() {
 		w.drain()
 		return endPowerLoss // the kind is in the history; restart treats both alike
