@@ -444,12 +444,20 @@ func (a *Array) MarkClean() error {
 
 // writeSuperblocks bumps the event counter and writes the superblock of every active member, so
 // a member that was not written (failed or missing) reads as stale at the next assemble.
-func (a *Array) writeSuperblocks(st State) error {
+func (a *Array) writeSuperblocks(st State) error { return a.writeSuperblocksAs(st, false) }
+
+// writeSuperblocksAs is writeSuperblocks; whole records that the array is whole again as of this
+// update (Superblock.WholeEvents), which must be on disk before the region map forgets what was
+// written while a member was out.
+func (a *Array) writeSuperblocksAs(st State, whole bool) error {
 	a.sbMu.Lock()
 	defer a.sbMu.Unlock()
 	seq := a.failSeq.Load() // the failures this write records, if it reaches a member
 	wrote := false
 	a.sb.Events++
+	if whole {
+		a.sb.WholeEvents = a.sb.Events
+	}
 	a.sb.State = st
 	a.sb.UpdateTime = time.Now().UnixNano()
 	var errs []error
@@ -478,7 +486,7 @@ func (a *Array) writeSuperblocks(st State) error {
 		if sb == nil {
 			continue
 		}
-		sb.Events, sb.State, sb.UpdateTime, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots
+		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
 		sb.Role = RoleActive
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
 			sb.Role = RoleRebuilding
@@ -500,6 +508,7 @@ func (a *Array) writeSuperblocks(st State) error {
 		sb, err := ReadSuperblock(sp.File)
 		if err == nil {
 			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, RoleSpare, 0, a.sb.Slots
+			sb.WholeEvents = a.sb.WholeEvents
 			err = WriteSuperblock(sp.File, sb)
 		}
 		if err != nil {

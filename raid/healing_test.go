@@ -450,3 +450,32 @@ func TestReadPreparedBeforeASlotIsRefilled(t *testing.T) {
 		})
 	}
 }
+
+// TestReAddAfterTheArrayWasWholeAgain: a member that left, while another device was rebuilt
+// into its slot and the array was whole again, is rebuilt whole when it comes back: the map
+// forgot, when the array became whole, which regions were written after the member left. (It
+// was given only the regions written since the second device left, and read zeros where its
+// mirror held data. Found by the robustness harness, seed 1 on raid10-offset.)
+func TestReAddAfterTheArrayWasWholeAgain(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	m.fill(0)
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, m.a.RemoveMember(m.paths[1])) // m1 leaves: region 1 is written after
+	want := m.fill(0, 1)
+	fresh := blank(t, "new")
+	_, err := m.a.AddMember(fresh, false)
+	require.NoError(t, err)
+	m.a.WaitSync()
+	require.Empty(t, m.a.SyncStatus().Last.Error)
+	require.False(t, m.a.Degraded(), "whole again: the map forgets what m1 missed")
+	require.NoError(t, m.a.FailMember(fresh))
+	require.NoError(t, m.a.RemoveMember(fresh))
+
+	msg, err := m.a.AddMember(m.paths[1], false)
+	require.NoError(t, err)
+	assert.Contains(t, msg, "rebuilt whole")
+	m.a.WaitSync()
+	require.Empty(t, m.a.SyncStatus().Last.Error)
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	m.readAll(want) // from m1 alone
+}

@@ -166,14 +166,17 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "", fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, ErrTooSmall, m.Size, need)
 	}
 	sb, err := ReadSuperblock(m.File)
-	readd, unfinished := -1, false
+	readd, unfinished, before := -1, false, false
 	switch {
 	case err == nil && sb.ArrayUUID == a.sb.ArrayUUID:
 		if sb.Role != RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
 			readd = int(sb.Index) // it left and comes back to its slot
 			// A member that left in the middle of its rebuild holds only part of the array:
-			// the map's regions written meanwhile are not all it misses.
+			// the map's regions written meanwhile are not all it misses. Nor are they for one
+			// that left before the array was last made whole again: the map has forgotten
+			// what was written between its leaving and then.
 			unfinished = sb.Role == RoleRebuilding
+			before = sb.Events < a.sb.WholeEvents
 		}
 	case err == nil && !force:
 		m.Close()
@@ -192,12 +195,15 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, ErrHasFilesystem, fs)
 	}
 	if readd >= 0 {
-		if err := a.startRebuild(readd, m, false, !unfinished); err != nil {
+		if err := a.startRebuild(readd, m, false, !unfinished && !before); err != nil {
 			a.release(m)
 			return "", err
 		}
 		if unfinished {
 			return fmt.Sprintf("re-added as member %d: it left before its rebuild finished, so it is rebuilt whole", readd), nil
+		}
+		if before {
+			return fmt.Sprintf("re-added as member %d: it left before the array was last made whole again, so it is rebuilt whole", readd), nil
 		}
 		return fmt.Sprintf("re-added as member %d: the regions written since it left are resynced", readd), nil
 	}
@@ -659,10 +665,11 @@ func (a *Array) finishRebuild(t rebuildTarget, settled []bool) error {
 	} else if !a.state[t.slot].CompareAndSwap(int32(MemberRebuilding), int32(MemberActive)) {
 		return fmt.Errorf("rebuild member %d onto %s: it failed meanwhile", t.slot, t.dev.Path)
 	}
-	if err := a.writeSuperblocks(StateDirty); err != nil {
+	whole := !a.Degraded()
+	if err := a.writeSuperblocksAs(StateDirty, whole && !plant.Is("readd")); err != nil {
 		return err
 	}
-	if !a.Degraded() {
+	if whole {
 		// Every copy is whole again: the map is written whole to every member, then it may clean
 		// the regions written while the array was degraded that the rebuild made agree; the
 		// resync that follows copies the others.

@@ -46,7 +46,9 @@ import (
 //	   144 2048 slot table (minor 2): per slot, the first 8 bytes of the member UUID of the
 //	          device in service there (in its slot or being rebuilt into it), 0 for none;
 //	          entries past the member count are zero
-//	  2192 1900 reserved for later minor versions, written as zero
+//	  2192    8 whole events (minor 2): the events of the update after which the array was last
+//	          made whole again (a rebuild ended with every slot in service); 0 for never
+//	  2200 1892 reserved for later minor versions, written as zero
 //	  4092    4 CRC32C (Castagnoli) of bytes 0-4091
 //
 // The magic, the major version and the checksum keep their positions in
@@ -120,7 +122,8 @@ const (
 	offUpdateTime = 128
 	offRole       = 136
 	offSlots      = 144
-	offReserved   = offSlots + 8*mapping.MaxMembers
+	offWhole      = offSlots + 8*mapping.MaxMembers
+	offReserved   = offWhole + 8
 	offChecksum   = SuperblockSize - 4
 )
 
@@ -154,6 +157,11 @@ type Superblock struct {
 	// superblock's table names it in its slot, and as stale otherwise (its failure was what the
 	// update recorded).
 	Slots []uint64
+	// WholeEvents is the event count of the update after which the array was last made whole
+	// again, when the region map forgets which regions were written while a member was out. A
+	// device that left before it (its Events are lower) misses more than the map can say, so it
+	// comes back by a full rebuild, not a re-add. 0: never, or written before minor 2.
+	WholeEvents uint64
 }
 
 // ValidateName reports whether name can be an array name: it ends up in
@@ -309,6 +317,7 @@ func (sb *Superblock) marshalInto(block []byte) error {
 	for i, t := range sb.Slots {
 		le.PutUint64(block[offSlots+8*i:], t)
 	}
+	le.PutUint64(block[offWhole:], sb.WholeEvents)
 	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], crc32cTable))
 	return nil
 }
@@ -364,6 +373,9 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 	d.CreateTime = int64(le.Uint64(block[offCreateTime:]))
 	d.UpdateTime = int64(le.Uint64(block[offUpdateTime:]))
 	d.Role = Role(block[offRole])
+	if le.Uint16(block[offMajor:]) >= 2 && le.Uint16(block[offMinor:]) >= 2 {
+		d.WholeEvents = le.Uint64(block[offWhole:])
+	}
 	if le.Uint16(block[offMajor:]) >= 2 && le.Uint16(block[offMinor:]) >= 2 && d.Members <= mapping.MaxMembers {
 		// A table of zeros is no table (Validate refuses to write one).
 		for i := range d.Members {

@@ -77,7 +77,8 @@ func TestSuperblockLayout(t *testing.T) {
 	assert.Equal(t, byte(0), b[136], "role active")
 	assert.Equal(t, make([]byte, 144-137), b[137:144], "reserved")
 	assert.Equal(t, make([]byte, 8*256), b[144:2192], "no slot table")
-	assert.Equal(t, make([]byte, 4092-2192), b[offReserved:4092], "reserved area is zero")
+	assert.Equal(t, make([]byte, 8), b[2192:2200], "never made whole again")
+	assert.Equal(t, make([]byte, 4092-2200), b[offReserved:4092], "reserved area is zero")
 	assert.Equal(t, crc32.Checksum(b[:4092], crc32.MakeTable(crc32.Castagnoli)), le.Uint32(b[4092:]), "crc32c")
 
 	// A value a human can check against a hex dump: the first bytes of the
@@ -296,6 +297,7 @@ var genSuperblock = rapid.Custom(func(t *rapid.T) Superblock {
 	sb.State = rapid.SampledFrom([]State{StateClean, StateDirty}).Draw(t, "state")
 	sb.CreateTime = rapid.Int64().Draw(t, "ctime")
 	sb.UpdateTime = rapid.Int64().Draw(t, "utime")
+	sb.WholeEvents = rapid.Uint64().Draw(t, "wholeEvents")
 	if rapid.Bool().Draw(t, "hasSlots") {
 		sb.Slots = make([]uint64, sb.Members)
 		for i := range sb.Slots {

@@ -14,6 +14,8 @@
 //	map       a write goes to the members before its regions are dirty on disk
 //	resync    a resync counts a region in sync without flushing what it copied
 //	recovery  assemble takes a stale member (events behind) as current
+//	readd     a device that left before the array was last made whole again is re-added by the
+//	          map's regions (which have forgotten what it missed) instead of rebuilt whole
 //	refill    a read prepared before a device is installed in its slot takes what it read
 //	torn      assemble takes any member one update behind as current, named in the newest
 //	          superblock's slot table or not (md's margin of one event)
