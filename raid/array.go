@@ -70,7 +70,12 @@ type Array struct {
 	// refilled counts, per slot, the devices installed in it on its descriptor number: a read
 	// prepared with the number before an install and submitted after it reads the new device,
 	// which a rebuild has not filled yet. The read notes the count and is reread when it moved.
-	refilled      []atomic.Uint32
+	refilled []atomic.Uint32
+	// holes keep, after a remove, the slot's descriptor number on an O_PATH descriptor on which
+	// every I/O fails: a request prepared with the number before the remove reaches nothing,
+	// where a closed number could be another device's by the time it is submitted. The next
+	// device installed in the slot takes the number back. Under membersMu.
+	holes         []*os.File
 	shadowMembers []*Member
 	retired       []*Member
 	// adminMu serializes membership changes (fail, remove, add, replace, spares).
@@ -270,6 +275,7 @@ func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, er
 		readTurn: make([]uint32, o.Queues),
 		shadows:  make([]atomic.Pointer[Member], len(members)),
 		refilled: make([]atomic.Uint32, len(members)),
+		holes:    make([]*os.File, len(members)),
 
 		shadowMembers: make([]*Member, len(members)),
 		events:        newEventQueue(),
@@ -611,6 +617,11 @@ func (a *Array) Close() error {
 			if m != nil {
 				errs = append(errs, m.Close())
 			}
+		}
+	}
+	for _, h := range a.holes {
+		if h != nil {
+			errs = append(errs, h.Close())
 		}
 	}
 	return errors.Join(errs...)

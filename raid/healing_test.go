@@ -479,3 +479,39 @@ func TestReAddAfterTheArrayWasWholeAgain(t *testing.T) {
 	require.NoError(t, m.a.FailMember(m.paths[0]))
 	m.readAll(want) // from m1 alone
 }
+
+// TestWritePreparedBeforeARemoveReachesNothing: a write prepared on a slot's descriptor, then a
+// fail and a remove before the queue submits it, must not reach whatever the process opens next
+// (a closed number is the next open's). The remove keeps the number on a placeholder on which
+// the write fails; the request still succeeds on the copy left.
+func TestWritePreparedBeforeARemoveReachesNothing(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	off := 2 * m.a.regions.m.RegionSize()
+	data := bytes.Repeat([]byte{0x77}, harnessMaxIO)
+	copy(m.h.Buf(1), data)
+	number := m.a.fd(1)
+	// Start prepares the write on the queue's ring; the harness submits it in Wait.
+	require.NoError(t, m.h.Start(1, ublk.HarnessRequest{Op: ublk.OpWrite, Offset: off, Length: harnessMaxIO}))
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, m.a.RemoveMember(m.paths[1]))
+	victim, err := os.OpenFile(blank(t, "victim"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer victim.Close()
+	assert.NotEqual(t, uintptr(number), victim.Fd(), "the removed member's number was free for the next open")
+	tag, res, err := m.h.Wait()
+	require.NoError(t, err)
+	require.Equal(t, uint16(1), tag)
+	require.EqualValues(t, harnessMaxIO, res)
+	got := make([]byte, harnessMaxIO)
+	_, err = victim.ReadAt(got, int64(m.a.Superblock().DataOffset)+off)
+	require.NoError(t, err)
+	assert.Equal(t, make([]byte, harnessMaxIO), got, "the write reached the file opened after the remove")
+	assert.Equal(t, data, do(t, m.h, ublk.OpRead, off, make([]byte, harnessMaxIO)))
+
+	_, err = m.a.AddMember(blank(t, "new"), false)
+	require.NoError(t, err)
+	assert.Equal(t, number, m.a.fd(1), "the next device takes the slot's number back")
+	m.a.WaitSync()
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	assert.Equal(t, data, do(t, m.h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "from the new device alone")
+}

@@ -131,14 +131,33 @@ func (a *Array) RemoveMember(path string) error {
 		return fmt.Errorf("array %s: member %s %w: fail it first (uraid fail %s %s)", a.Name, path, ErrInService, a.Name, path)
 	}
 	a.membersMu.Lock()
+	defer a.membersMu.Unlock()
 	m := a.members[i]
 	a.members[i] = nil
 	a.state[i].Store(int32(MemberMissing))
 	if !plant.Is("refill") {
-		a.refilled[i].Add(1) // the number closes: the next device opened may get it
+		a.refilled[i].Add(1) // the number leaves the device
 	}
-	a.membersMu.Unlock()
-	return m.Close()
+	if err := a.keepNumber(i, m); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: array %s: keep member %d's descriptor number: %v; closing it\n", a.Name, i, err)
+		return m.Close()
+	}
+	return nil
+}
+
+// keepNumber lets go of m's device but keeps its descriptor number as slot i's hole; membersMu
+// held.
+func (a *Array) keepNumber(i int, m *Member) error {
+	ph, err := os.OpenFile("/", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer ph.Close()
+	if err := unix.Dup3(int(ph.Fd()), int(m.File.Fd()), unix.O_CLOEXEC); err != nil {
+		return os.NewSyscallError("dup3", err)
+	}
+	a.holes[i] = m.File // the number, now on the placeholder; the device is closed
+	return nil
 }
 
 // AddMember adds the device at path: a member of this array that left comes back with only the
@@ -687,24 +706,29 @@ func (a *Array) finishRebuild(t rebuildTarget, settled []bool) error {
 // install makes m the device of slot i, which is out of service. A slot keeps its file
 // descriptor number for the array's life: m takes the old device's number (dup3), so that no
 // request prepared with that number can reach a closed or reused descriptor; m's own
-// descriptor is closed. An empty slot takes m as it is.
+// descriptor is closed. A slot emptied by a remove kept its number as a hole, which m takes; a
+// slot that never had a device takes m as it is.
 func (a *Array) install(i int, m *Member) error {
 	a.membersMu.Lock()
 	defer a.membersMu.Unlock()
-	old := a.members[i]
-	if old == nil {
+	num := a.holes[i]
+	if old := a.members[i]; old != nil {
+		num = old.File
+	}
+	if num == nil {
 		a.members[i] = m
 		return nil
 	}
 	if !plant.Is("refill") {
 		a.refilled[i].Add(1) // before the number changes: a read that may see the new device sees it
 	}
-	if err := unix.Dup3(int(m.File.Fd()), int(old.File.Fd()), unix.O_CLOEXEC); err != nil {
+	if err := unix.Dup3(int(m.File.Fd()), int(num.Fd()), unix.O_CLOEXEC); err != nil {
 		return fmt.Errorf("member %s: take slot %d's descriptor: %w", m.Path, i, os.NewSyscallError("dup3", err))
 	}
 	m.File.Close()
-	m.File = old.File // the old number, now the new device
+	m.File = num // the slot's number, now the new device
 	a.members[i] = m
+	a.holes[i] = nil
 	return nil
 }
 
