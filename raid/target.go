@@ -27,17 +27,18 @@ import (
 // Per-tag state. A queue's tags are touched only by that queue's goroutine, except what the
 // engine owns while it holds a parked request or a discard.
 type tagState struct {
-	pieces  []mapping.Piece  // READ: the logical pieces and their copies
-	read    discard.Read     // READ: the same, as the engine admits them
-	exts    []mapping.Extent // WRITE and FLUSH: one per member I/O
-	write   discard.Write    // WRITE: one range per extent (empty for a member out of service)
-	refill  []uint32         // READ: per piece, its copy's slot's Array.refilled when prepared
-	failed  []bool           // WRITE: which extents failed
-	shadow  []*Member        // WRITE: the replacement an extent goes to, nil for a slot's own
-	disc    discard.Discard  // DISCARD: the member ranges handed to the engine
-	pending int              // member I/Os not yet reaped
-	err     int32            // first negative errno, or 0
-	req     *ublk.Request    // the request the tag holds, to resume it
+	pieces    []mapping.Piece  // READ: the logical pieces and their copies
+	read      discard.Read     // READ: the same, as the engine admits them
+	exts      []mapping.Extent // WRITE and FLUSH: one per member I/O
+	write     discard.Write    // WRITE: one range per extent (empty for a member out of service)
+	refill    []uint32         // READ: per piece, its copy's slot's Array.refilled when prepared
+	failed    []bool           // WRITE: which extents failed
+	shadow    []*Member        // WRITE: the replacement an extent goes to, nil for a slot's own
+	disc      discard.Discard  // DISCARD: the member ranges handed to the engine
+	flushLost bool             // FLUSH: a member's flush failed (and the member with it)
+	pending   int              // member I/Os not yet reaped
+	err       int32            // first negative errno, or 0
+	req       *ublk.Request    // the request the tag holds, to resume it
 
 	// For the latency histograms: when the kernel handed the request over, and when its member
 	// I/O went out (READ, WRITE). A read that fails over to another copy keeps the first issue
@@ -147,7 +148,7 @@ func (a *Array) Serve(r *ublk.Request) {
 	t := a.tag(r)
 	t.pending, t.err, t.req = 0, 0, r
 	t.start = latency.Now()
-	t.mapBegun, t.mapFailed, t.mapLost = false, false, false
+	t.mapBegun, t.mapFailed, t.mapLost, t.flushLost = false, false, false, false
 	switch r.Op {
 	case ublk.OpRead:
 		a.serveRead(r, t)
@@ -183,6 +184,21 @@ func (a *Array) keepReadable(p *discard.ReadPiece) {
 	for k := range p.Copies[:p.N] {
 		if !a.active(p.Copies[k].Member) {
 			p.Copies[k].Len = 0
+		}
+	}
+}
+
+// widenResyncRead gives a read restricted to the copy a resync copies from (serveRead) the copy
+// the resync copies from once that one is gone: the next working one.
+func (a *Array) widenResyncRead(p *mapping.Piece, rp *discard.ReadPiece) {
+	if rp.N != 1 || p.N < 2 || plant.Is("widen") {
+		return
+	}
+	for _, e := range p.Copies[:p.N] {
+		if e.Member != rp.Copies[0].Member && a.active(e.Member) {
+			rp.Copies[1] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+			rp.N = 2
+			return
 		}
 	}
 }
@@ -409,6 +425,7 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		} // else a device was installed in the slot since the read was prepared: what it read
 		// may be the new device's, not rebuilt yet. Either way another copy is read; with none
 		// left the request fails.
+		a.widenResyncRead(p, &t.read.Pieces[i])
 		a.keepReadable(&t.read.Pieces[i])
 		if a.engine.Reread(&t.read, i) {
 			a.prepRead(r, t, i)
@@ -438,8 +455,10 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 				}
 			}
 		} else if res < 0 {
+			// The member's failure, not the flush's, while another copy of everything is left
+			// (finishIfDone): what the flush made durable is durable where the data is read.
 			a.fail(m, unix.Errno(-res))
-			t.err = res
+			t.flushLost = true
 		}
 	}
 	a.finishIfDone(r, t)
@@ -463,7 +482,7 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 			// A copy this write left out must be on record as failed before the write is
 			// acknowledged, or a crash could bring the stale copy back as current. Superblock
 			// writes block: off the queue goroutine. Not on record, the write is not done.
-			go a.completeRecorded(r, t.start, res)
+			go a.completeRecorded(r, t.start, res, &a.lat.write)
 			return
 		}
 		a.observe(&a.lat.write, t.start, res)
@@ -475,18 +494,32 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 		}
 		a.observe(&a.lat.read, t.start, int32(r.Length))
 		r.Complete(int32(r.Length))
+	case ublk.OpFlush:
+		switch {
+		case t.err == 0 && t.flushLost && !a.readable():
+			r.Complete(-int32(unix.EIO)) // some data is durable nowhere it can be read
+		case t.err == 0 && t.flushLost && !a.failuresRecorded():
+			// As a write that left out a copy: the failed member must be on record as such, or
+			// a crash could bring back as current a copy whose data is not durable.
+			go a.completeRecorded(r, t.start, 0, nil)
+		default:
+			r.Complete(t.err)
+		}
 	default:
 		r.Complete(t.err)
 	}
 }
 
-// completeRecorded completes a write once the failures it depends on are on record.
-func (a *Array) completeRecorded(r *ublk.Request, start latency.Stamp, res int32) {
+// completeRecorded completes a write (or a flush) once the failures it depends on are on
+// record; h, when not nil, times it.
+func (a *Array) completeRecorded(r *ublk.Request, start latency.Stamp, res int32, h *latency.Histogram) {
 	if err := a.recordFailures(); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %v; the write fails\n", a.Name, err)
+		fmt.Fprintf(os.Stderr, "uraid: array %s: %v; the request fails\n", a.Name, err)
 		res = -int32(unix.EIO)
 	}
-	a.observe(&a.lat.write, start, res)
+	if h != nil {
+		a.observe(h, start, res)
+	}
 	r.Complete(res)
 }
 
