@@ -89,6 +89,12 @@ func (a *Array) FailMember(path string) error {
 	if MemberState(a.state[i].Load()) == MemberActive && !a.readableWithout(i) {
 		return fmt.Errorf("array %s: member %s %w: failing it would lose data; add a member first", a.Name, path, ErrLastCopy)
 	}
+	if a.resyncSource(i) && !plant.Is("source") {
+		// Where the copies may differ (an unclean stop), reads come from the copy the resync
+		// copies from: what they returned is on that member alone until the resync is done.
+		return fmt.Errorf("array %s: member %s %w: regions written when the array stopped uncleanly are read from it until the resync has copied them to the other copies; wait for the resync (uraid status %s)",
+			a.Name, path, ErrLastCopy, a.Name)
+	}
 	a.syncer.cancelRebuildOf(i)
 	a.fail(i, errors.New("failed by the administrator"))
 	return a.writeSuperblocks(StateDirty) // it reads as stale from now on
@@ -107,6 +113,38 @@ func (a *Array) readableWithout(i int) bool {
 	st := a.states()
 	st[i] = MemberFailed
 	return a.readableIn(st)
+}
+
+// resyncSource reports whether member i is, for some of the array, the copy a resync copies
+// from (the first active copy of a piece, as serveRead and the resync pick it) while some region
+// still needs the resync.
+func (a *Array) resyncSource(i int) bool {
+	if a.regions == nil || !a.regions.resync.Load() || !a.regions.needResync() || MemberState(a.state[i].Load()) != MemberActive {
+		return false
+	}
+	st := a.states()
+	first := func(p mapping.Piece) int {
+		for _, e := range p.Copies[:p.N] {
+			if st[e.Member] == MemberActive {
+				return e.Member
+			}
+		}
+		return -1
+	}
+	var pieces [1]mapping.Piece
+	unit := a.m.ChunkBytes()
+	if unit <= 0 {
+		unit = mapping.SectorBytes // raid1: every piece has the same copies
+	}
+	// As readableIn: one row of chunks per member pair covers every placement the layouts make.
+	rows := min(a.m.Size()/unit, int64(2*a.m.Members()))
+	for c := range rows {
+		ps, err := a.m.Read(c*unit, unit, pieces[:0])
+		if err == nil && len(ps) > 0 && first(ps[0]) == i {
+			return true
+		}
+	}
+	return false
 }
 
 // RemoveMember lets go of a failed member or a spare: its device is closed and its slot is left

@@ -17,6 +17,7 @@
 //	readd     a device that left before the array was last made whole again is re-added by the
 //	          map's regions (which have forgotten what it missed) instead of rebuilt whole
 //	refill    a read prepared before a device is installed in its slot takes what it read
+//	source    uraid fail takes the resync's source copy while regions wait for their resync
 //	widen     a read kept to the resync's source copy fails when that copy fails
 //	torn      assemble takes any member one update behind as current, named in the newest
 //	          superblock's slot table or not (md's margin of one event)
