@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +48,14 @@ var (
 	ErrMemberKind = errors.New("not a block device or regular file")
 )
 
+// BusyWait is how long OpenMember waits for a member another holder has: one that is going away
+// lets go within it. A process's io_uring rings are torn down after it closes them (or exits),
+// and until the requests in them end they keep the device open, its lock and O_EXCL claim with
+// it: a successor, or an add right after a remove, would find it busy for that moment.
+var BusyWait = 2 * time.Second
+
+const busyPoll = 10 * time.Millisecond
+
 // OpenMember opens path for array I/O and probes its size and discard support. A block device is
 // opened O_EXCL, so the kernel refuses it while it is mounted or claimed by md, dm or another
 // uraid; a regular file is locked with flock for the same reason.
@@ -65,7 +74,14 @@ func OpenMember(path string) (*Member, error) {
 	default:
 		return nil, fmt.Errorf("member %s: %w (it is %v)", path, ErrMemberKind, mode.Type())
 	}
-	f, direct, err := openDirect(path, flags)
+	var f *os.File
+	var direct bool
+	for wait := time.Now().Add(BusyWait); ; time.Sleep(busyPoll) {
+		f, direct, err = openDirect(path, flags)
+		if !m.Block || !errors.Is(err, unix.EBUSY) || time.Now().After(wait) {
+			break
+		}
+	}
 	if err != nil {
 		if m.Block && errors.Is(err, unix.EBUSY) {
 			return nil, fmt.Errorf("member %s: %w: %s", path, ErrMemberBusy, busyReason(fi))
@@ -99,7 +115,12 @@ func (m *Member) probe() error {
 		return os.NewSyscallError("fstat", err)
 	}
 	if !m.Block {
-		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		for wait := time.Now().Add(BusyWait); errors.Is(err, unix.EWOULDBLOCK) && time.Now().Before(wait); {
+			time.Sleep(busyPoll)
+			err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		}
+		if err != nil {
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return fmt.Errorf("%w: another uraid process holds it (see uraid list)", ErrMemberBusy)
 			}
