@@ -330,6 +330,14 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 	}
 }
 
+// otherClaimant is another device at path whose superblock claims m's slot with events.
+func otherClaimant(m MemberSB, path string, events uint64) MemberSB {
+	sb := *m.SB
+	sb.MemberUUID[0] ^= 0xff
+	sb.Events = events
+	return MemberSB{Path: path, SB: &sb}
+}
+
 // TestCheckAssemblySuperseded: a device whose superblock still claims a slot that another given
 // device claims with newer events is left out, not a reason to refuse the array. assemble --scan
 // finds such devices: the old device of a finished replace, and a replacement let go when the
@@ -337,22 +345,17 @@ func TestCheckAssemblyRefuses(t *testing.T) {
 func TestCheckAssemblySuperseded(t *testing.T) {
 	t.Run("old device of a finished replace", func(t *testing.T) {
 		ms := testArray(t, 2, nil)
-		old := *ms[1].SB
-		old.MemberUUID[0] ^= 0xff
-		old.Events = 40
-		a, err := CheckAssembly(append(ms, MemberSB{Path: "/dev/old", SB: &old}))
+		old := otherClaimant(ms[1], "/dev/old", 40)
+		a, err := CheckAssembly(append(ms, old))
 		require.NoError(t, err)
 		assert.Equal(t, ms, a.Members)
-		assert.Equal(t, []MemberSB{{Path: "/dev/old", SB: &old}}, a.Superseded)
+		assert.Equal(t, []MemberSB{old}, a.Superseded)
 		assert.False(t, a.Degraded())
 	})
 	t.Run("replacement let go, its member added back", func(t *testing.T) {
 		ms := testArray(t, 2, nil)
 		ms[1].SB.Role = RoleRebuilding
-		let := *ms[1].SB
-		let.MemberUUID[0] ^= 0xff
-		let.Events = 55
-		a, err := CheckAssembly(append(ms, MemberSB{Path: "/dev/let-go", SB: &let}))
+		a, err := CheckAssembly(append(ms, otherClaimant(ms[1], "/dev/let-go", 55)))
 		require.NoError(t, err)
 		assert.Equal(t, ms, a.Members)
 		assert.Equal(t, []uint32{1}, a.Rebuilding)
@@ -362,10 +365,7 @@ func TestCheckAssemblySuperseded(t *testing.T) {
 	t.Run("both claimants behind the array: the newer is stale, the older superseded", func(t *testing.T) {
 		ms := testArray(t, 2, nil)
 		ms[1].SB.Events = 50
-		old := *ms[1].SB
-		old.MemberUUID[0] ^= 0xff
-		old.Events = 40
-		a, err := CheckAssembly(append(ms, MemberSB{Path: "/dev/old", SB: &old}))
+		a, err := CheckAssembly(append(ms, otherClaimant(ms[1], "/dev/old", 40)))
 		require.ErrorIs(t, err, ErrStaleMember)
 		assert.Equal(t, []MemberSB{ms[1]}, a.Stale)
 		assert.Equal(t, "/dev/old", a.Superseded[0].Path)

@@ -25,16 +25,6 @@ func rewindEvents(t *testing.T, path string) uint64 {
 	return sb.Events
 }
 
-func eventsOf(t *testing.T, path string) uint64 {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sb, err := ReadSuperblock(f)
-	require.NoError(t, err)
-	return sb.Events
-}
-
 // TestAssembleAfterTornSuperblockUpdate: a crash in the middle of a superblock update leaves a
 // member one update behind the others without its having missed a write; it assembles as
 // current, the array whole. A member one update behind because that update recorded its failure
@@ -55,7 +45,7 @@ func TestAssembleAfterTornSuperblockUpdate(t *testing.T) {
 	require.NoError(t, a.MarkDirty())
 	require.NoError(t, a.FailMember(paths[1]))
 	require.NoError(t, a.Close())
-	require.Equal(t, eventsOf(t, paths[0]), eventsOf(t, paths[1])+1, "the update that recorded the failure is m1's only one missed")
+	require.Equal(t, superblockEvents(t, paths[0]), superblockEvents(t, paths[1])+1, "the update that recorded the failure is m1's only one missed")
 
 	_, err = Assemble("t", paths, o)
 	require.ErrorIs(t, err, ErrStaleMember, "m1's failure is on record: it is stale")
