@@ -365,44 +365,40 @@ func (a *Array) states() []MemberState {
 
 // readableIn reports whether every byte has a copy on a member that is active in st.
 func (a *Array) readableIn(st []MemberState) bool {
-	n := a.m.Members()
 	ok := func(i int) bool { return st[i] == MemberActive }
 	switch a.sb.Level {
-	case mapping.RAID1:
-		for i := range n {
-			if ok(i) {
-				return true
-			}
-		}
-		return false
-	case mapping.RAID10:
-		// Every chunk has two copies on different members; a chunk is lost when both are down.
-		// Probing one row of chunks per member pair covers every placement the layouts make.
-		var pieces [1]mapping.Piece
-		chunk := a.m.ChunkBytes()
-		rows := min(a.m.Size()/chunk, int64(2*n))
-		for c := range rows {
-			ps, err := a.m.Read(c*chunk, chunk, pieces[:0])
-			if err != nil || len(ps) == 0 {
-				return false
-			}
-			alive := false
-			for _, e := range ps[0].Copies[:ps[0].N] {
-				alive = alive || ok(e.Member)
-			}
-			if !alive {
-				return false
-			}
-		}
-		return true
+	case mapping.RAID1, mapping.RAID10:
+		// A piece is lost when every copy of it is down.
+		return a.probePieces(func(p *mapping.Piece) bool {
+			return slices.ContainsFunc(p.Copies[:p.N], func(e mapping.Extent) bool { return ok(e.Member) })
+		})
 	default:
-		for i := range n {
+		for i := range a.m.Members() {
 			if !ok(i) {
 				return false
 			}
 		}
 		return true
 	}
+}
+
+// probePieces calls f with a piece of each placement of copies the layout makes, until f returns
+// false, and reports whether it never did: one row of chunks per member pair covers every
+// placement of raid10's layouts; raid1's pieces all have the same copies.
+func (a *Array) probePieces(f func(p *mapping.Piece) bool) bool {
+	var pieces [1]mapping.Piece
+	unit := a.m.ChunkBytes()
+	if unit <= 0 {
+		unit = mapping.SectorBytes
+	}
+	rows := min(a.m.Size()/unit, int64(2*a.m.Members()))
+	for c := range rows {
+		ps, err := a.m.Read(c*unit, unit, pieces[:0])
+		if err != nil || len(ps) == 0 || !f(&ps[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Degraded reports whether some member is failed or missing.

@@ -123,28 +123,17 @@ func (a *Array) resyncSource(i int) bool {
 		return false
 	}
 	st := a.states()
-	first := func(p mapping.Piece) int {
+	source := false
+	a.probePieces(func(p *mapping.Piece) bool {
 		for _, e := range p.Copies[:p.N] {
 			if st[e.Member] == MemberActive {
-				return e.Member
+				source = e.Member == i
+				break
 			}
 		}
-		return -1
-	}
-	var pieces [1]mapping.Piece
-	unit := a.m.ChunkBytes()
-	if unit <= 0 {
-		unit = mapping.SectorBytes // raid1: every piece has the same copies
-	}
-	// As readableIn: one row of chunks per member pair covers every placement the layouts make.
-	rows := min(a.m.Size()/unit, int64(2*a.m.Members()))
-	for c := range rows {
-		ps, err := a.m.Read(c*unit, unit, pieces[:0])
-		if err == nil && len(ps) > 0 && first(ps[0]) == i {
-			return true
-		}
-	}
-	return false
+		return !source
+	})
+	return source
 }
 
 // RemoveMember lets go of a failed member or a spare: its device is closed and its slot is left
