@@ -37,7 +37,9 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}) {
 			first = false
 		}
 		switch {
+		case p < 16:
 		case p < 20:
+			w.swapBack(rng)
 		case p < 32:
 			w.failOne(rng)
 		case p < 36:
@@ -190,7 +192,6 @@ func (w *world) removeAndAdd(rng *rand.Rand) {
 	for _, m := range w.slots() {
 		if m.Path != "" && m.State == raid.MemberFailed.String() {
 			if err := w.a.RemoveMember(m.Path); err == nil {
-				w.retired = append(w.retired, w.name(m.Path))
 				w.logf("removed %s", w.name(m.Path))
 			}
 		}
@@ -202,28 +203,109 @@ func (w *world) removeAndAdd(rng *rand.Rand) {
 	msg, err := w.a.AddMember(w.path(d), force)
 	if err != nil {
 		w.logf("add %s: %v", d, firstLine(err))
-		w.retired = append(w.retired, d)
 		return
 	}
 	w.stats.Adds++
 	w.logf("added %s: %s", d, msg)
 }
 
-// spareDisk takes a disk for an add or a replace: a blank one, or one the array let go of
-// (force: it carries the array's superblock).
+// spareDisk takes a disk for an add or a replace, one the array does not hold: a blank one, or
+// one it let go of (force: it carries the array's superblock).
 func (w *world) spareDisk(rng *rand.Rand) (string, bool) {
-	if len(w.retired) > 0 && (len(w.blank) == 0 || rng.IntN(2) == 0) {
-		k := rng.IntN(len(w.retired))
-		d := w.retired[k]
-		w.retired = slices.Delete(w.retired, k, k+1)
-		return d, true
+	st := w.a.Status("", 0)
+	held := slices.Clone(st.Spares)
+	for _, m := range st.Members {
+		held = append(held, m.Path, m.Replacement)
+	}
+	var used []string
+	for _, d := range w.disks {
+		if !slices.Contains(held, w.path(d)) && !slices.Contains(w.blank, d) {
+			used = append(used, d)
+		}
+	}
+	if len(used) > 0 && (len(w.blank) == 0 || rng.IntN(2) == 0) {
+		return used[rng.IntN(len(used))], true
 	}
 	if len(w.blank) > 0 {
 		d := w.blank[0]
-		w.blank = w.blank[1:]
+		w.blank = w.blank[1:] // used from now on, whether the add takes it or not
 		return d, false
 	}
 	return "", false
+}
+
+// swapBack takes a member out, lets another device rebuild its slot until the array is whole,
+// then takes that one out and puts the first back: an operator swapping the old disk back in. The
+// device that comes back left before the array was last made whole, so the map's regions (which
+// forget at that moment what was written while it was degraded) cannot say what it missed.
+func (w *world) swapBack(rng *rand.Rand) {
+	if w.faultPending() {
+		return
+	}
+	ms := w.slots()
+	for _, m := range ms {
+		if m.State != raid.MemberActive.String() || m.Replacement != "" {
+			return // the array must be whole for the first device to leave it whole
+		}
+	}
+	if rc := w.a.Status("", 0).Regions; rc != nil && rc.NeedResync > 0 {
+		return
+	}
+	old := ms[rng.IntN(len(ms))]
+	if err := w.a.FailMember(old.Path); err != nil {
+		return
+	}
+	w.stats.Fails++
+	if err := w.a.RemoveMember(old.Path); err != nil {
+		w.logf("swap back: remove %s: %v", w.name(old.Path), firstLine(err))
+		return
+	}
+	w.logf("swap back: failed and removed %s", w.name(old.Path))
+	d, force := w.spareDisk(rng)
+	if d == "" || d == w.name(old.Path) {
+		return // the slot waits for the next add
+	}
+	msg, err := w.a.AddMember(w.path(d), force)
+	if err != nil {
+		w.logf("swap back: add %s: %v", d, firstLine(err))
+		return
+	}
+	w.stats.Adds++
+	w.logf("swap back: added %s: %s", d, msg)
+	if !w.waitActive(old.Index, w.path(d)) {
+		return
+	}
+	if err := w.a.FailMember(w.path(d)); err != nil {
+		return
+	}
+	w.stats.Fails++
+	if err := w.a.RemoveMember(w.path(d)); err != nil {
+		w.logf("swap back: remove %s: %v", d, firstLine(err))
+		return
+	}
+	msg, err = w.a.AddMember(old.Path, true)
+	if err != nil {
+		w.logf("swap back: add %s again: %v", w.name(old.Path), firstLine(err))
+		return
+	}
+	w.stats.Adds++
+	w.logf("swap back: %s back in slot %d: %s", w.name(old.Path), old.Index, msg)
+}
+
+// waitActive waits until the device at path serves slot i whole, and reports whether it does:
+// no if the disks are cut first, or the device leaves the slot. The workload's end does not stop
+// the wait: the epoch waits for admin, and the rebuild ends sooner without requests beside it.
+func (w *world) waitActive(i int, path string) bool {
+	for {
+		m := w.slots()[i]
+		if m.Path != path || w.crashedNow() || w.failed() {
+			return false
+		}
+		if m.State == raid.MemberActive.String() {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // replace replaces a random active member by another disk while it serves.
@@ -244,10 +326,8 @@ func (w *world) replace(rng *rand.Rand) {
 	}
 	if err := w.a.ReplaceMember(old, w.path(d), force); err != nil {
 		w.logf("replace %s by %s: %v", w.name(old), d, firstLine(err))
-		w.retired = append(w.retired, d)
 		return
 	}
-	w.retired = append(w.retired, w.name(old)) // let go of once the replace ends
 	w.stats.Replaces++
 	w.logf("replacing %s by %s", w.name(old), d)
 }

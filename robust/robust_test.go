@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -41,6 +42,10 @@ var logPath string
 func TestMain(m *testing.M) {
 	simdisk.ServeChild() // when this process is the disks of another
 	flag.Parse()
+	// The process's own standard error must stay reachable once os.Stderr names the log: an
+	// unreachable *os.File is closed by its finalizer, and with descriptor 2 closed the race
+	// detector's reports were lost, and the next file opened (a member) took number 2.
+	own := os.Stderr
 	if f, err := os.CreateTemp("", "uraid-robust-*.log"); err == nil {
 		logPath = f.Name()
 		os.Stderr = f // before any array runs: the packages below log to os.Stderr
@@ -57,6 +62,7 @@ func TestMain(m *testing.M) {
 	}()
 	code := m.Run()
 	simdisk.AbortAll()
+	runtime.KeepAlive(own)
 	os.Exit(code)
 }
 

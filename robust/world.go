@@ -82,7 +82,6 @@ type world struct {
 
 	disks    []string      // every disk's name
 	blank    []string      // disks never used by the array
-	retired  []string      // disks the array let go of (removed, replaced)
 	record   []string      // paths in service, as the daemon records them
 	recordMu sync.Mutex    // record is written from the membership hook too
 	live     *raid.Array   // the array whose membership the record follows, under recordMu
@@ -285,14 +284,20 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 // record does. An earlier epoch's array may still call it as it closes: it is not heard.
 //
 // The status is read under recordMu, as the daemon reads it under its own lock: two changes
-// heard at once must not write the older view last.
+// heard at once must not write the older view last. The crash is asked after the status is read:
+// reading it may wait on a membership change that the cut fails, and what that failure leaves
+// is a view no daemon lives to record.
 func (w *world) recordMembers(a *raid.Array) {
 	w.recordMu.Lock()
 	defer w.recordMu.Unlock()
-	if a != w.live || w.crashedNow() {
-		return // the dead array's view: the daemon's successor goes by the record as it was
+	if a != w.live {
+		return // an earlier epoch's array, closing
 	}
-	w.record = a.Status("", 0).InService() // as the daemon records them
+	in := a.Status("", 0).InService() // as the daemon records them
+	if w.crashedNow() {
+		return // the daemon's successor goes by the record as it was
+	}
+	w.record = in
 }
 
 // crashedNow says whether the disks were cut this epoch, by the harness or by a rule on the
@@ -416,18 +421,53 @@ func (w *world) restart(e ending) error {
 		}
 	}
 	w.a.Close()
+	w.fs.Resume() // the successor starts: only now may it open the disks
 	w.recordMu.Lock()
 	paths := slices.Clone(w.record)
 	w.recordMu.Unlock()
 	if w.rng.IntN(4) == 0 && w.checkAssembleRefusesWrongDisk(paths) {
 		return nil
 	}
+	how := "the record"
+	if w.rng.IntN(3) == 0 {
+		// As boot assembly does: every device that carries the array's superblock, the ones it
+		// failed, removed or replaced among them; assemble must tell which are current.
+		var err error
+		if paths, err = w.scan(); err != nil {
+			w.fail("scan after %s: %v", endingNames[e], err)
+			return nil
+		}
+		how = "a scan of every disk"
+	}
 	a, err := raid.Assemble("r", paths, w.options())
 	if err != nil {
-		w.fail("assemble after %s of %v: %v; superblocks: %s", endingNames[e], paths, err, describeSuperblocks(paths))
+		w.fail("assemble after %s of %v (from %s): %v; superblocks: %s", endingNames[e], paths, how, err, describeSuperblocks(paths))
 		return nil
 	}
+	w.logf("assembled from %s", how)
 	return w.serve(a, e != endStop)
+}
+
+// scan returns every disk of the run that carries the array's superblock.
+func (w *world) scan() ([]string, error) {
+	all := make([]string, len(w.disks))
+	for i, d := range w.disks {
+		all[i] = w.path(d)
+	}
+	res := raid.Scan(all)
+	for p, err := range res.Unreadable {
+		return nil, fmt.Errorf("%s: %w", w.name(p), err)
+	}
+	var paths []string
+	for _, f := range res.Arrays {
+		if f.Name != "r" {
+			return nil, fmt.Errorf("a disk of array %q", f.Name)
+		}
+		for _, m := range f.Members {
+			paths = append(paths, m.Path)
+		}
+	}
+	return paths, nil
 }
 
 // checkAssembleRefusesWrongDisk hands assemble, in place of one member, a disk too small for the

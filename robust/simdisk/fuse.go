@@ -57,9 +57,9 @@ func (r *rawFS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.At
 }
 
 func (r *rawFS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	h, ok := r.fs.open(in.NodeId)
-	if !ok {
-		return fuse.ENOENT
+	h, st := r.fs.open(in.NodeId)
+	if st != fuse.OK {
+		return st
 	}
 	out.Fh = h
 	// Direct I/O: every read and write reaches the model. No flush on close: a process must be

@@ -196,6 +196,9 @@ func (d *Disks) PowerLoss() uint64 { return d.call(request{Op: "powerloss"}).Gen
 // generation.
 func (d *Disks) Kill() uint64 { return d.call(request{Op: "kill"}).Gen }
 
+// Resume lets the successor of the process a cut ended open the disks (see diskFS.Resume).
+func (d *Disks) Resume() { d.call(request{Op: "resume"}) }
+
 // Gen is the generation: one more for every power loss and kill, the rules' included.
 func (d *Disks) Gen() uint64 { return d.call(request{Op: "gen"}).Gen }
 
@@ -326,6 +329,8 @@ func serveChild(env string) int {
 			r.Gen = fs.PowerLoss()
 		case "kill":
 			r.Gen = fs.Kill()
+		case "resume":
+			fs.Resume()
 		case "gen":
 			r.Gen = fs.Gen()
 		case "stats":

@@ -124,10 +124,13 @@ type diskFS struct {
 
 	// mu: every operation holds it shared while it works on a disk; a power loss or a kill holds
 	// it alone, so that it cuts between operations.
-	mu     sync.RWMutex
-	disks  map[string]*Disk
-	byIno  map[uint64]*Disk
-	gen    uint64 // file handles of older generations are dead
+	mu    sync.RWMutex
+	disks map[string]*Disk
+	byIno map[uint64]*Disk
+	gen   uint64 // file handles of older generations are dead
+	// down: cut, and no successor yet (Resume): the process that was served is dead, so a file
+	// it opens now must be dead too, not a live one of the next generation.
+	down   bool
 	seq    uint64
 	rules  []Rule
 	cuts   chan Cut // the power losses rules made, for the process served
@@ -301,12 +304,13 @@ func (fs *diskFS) Stats() Stats {
 }
 
 // PowerLoss cuts the power: of each disk, what is durable stays, and of each write not yet
-// durable each sector stays or goes by the seeded choice; every file open so far is dead. It
-// returns the new generation.
+// durable each sector stays or goes by the seeded choice; every file open so far is dead, and
+// none opens until Resume. It returns the new generation.
 func (fs *diskFS) PowerLoss() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.gen++
+	fs.down = true
 	fs.stats.PowerLosses++
 	for _, name := range fs.names() {
 		d := fs.disks[name]
@@ -337,13 +341,22 @@ func (fs *diskFS) PowerLoss() uint64 {
 
 // Kill is the death of the process serving the array, the power on: the disks keep all they
 // took (what is not durable stays in their caches, a later power loss may still lose it), and
-// every file open so far is dead. It returns the new generation.
+// every file open so far is dead, and none opens until Resume. It returns the new generation.
 func (fs *diskFS) Kill() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.gen++
+	fs.down = true
 	fs.stats.Kills++
 	return fs.gen
+}
+
+// Resume lets the successor of the process a power loss or a kill ended open the disks: until
+// then every open fails, as the dead process's would.
+func (fs *diskFS) Resume() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.down = false
 }
 
 // Snapshot returns a copy of what disk name's reads see now.
@@ -461,19 +474,22 @@ func (fs *diskFS) do(h uint64, op Op, data []byte) (n int, err error) {
 	return 0, syscall.ENOSYS
 }
 
-func (fs *diskFS) open(ino uint64) (uint64, bool) {
+func (fs *diskFS) open(ino uint64) (uint64, fuse.Status) {
 	fs.mu.RLock()
 	d, ok := fs.byIno[ino]
-	gen := fs.gen
+	gen, down := fs.gen, fs.down
 	fs.mu.RUnlock()
-	if !ok {
-		return 0, false
+	switch {
+	case !ok:
+		return 0, fuse.ENOENT
+	case down:
+		return 0, fuse.EIO
 	}
 	fs.fhMu.Lock()
 	defer fs.fhMu.Unlock()
 	fs.nextFh++
 	fs.fhs[fs.nextFh] = fh{d: d, gen: gen}
-	return fs.nextFh, true
+	return fs.nextFh, fuse.OK
 }
 
 func (fs *diskFS) release(h uint64) {

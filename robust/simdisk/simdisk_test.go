@@ -96,6 +96,25 @@ func TestVolatileCache(t *testing.T) {
 	assert.EqualValues(t, 16, fs.Stats().KeptSectors+fs.Stats().DroppedSectors)
 }
 
+// TestDownUntilResume: after a kill or a power loss no file opens (the process that was served
+// is dead) until the disks resume for its successor, which sees what the cut left.
+func TestDownUntilResume(t *testing.T) {
+	fs := mountT(t)
+	fs.Add("d", 1<<20, 0)
+	fd := openDisk(t, fs, "d")
+	_, err := unix.Pwrite(fd, aligned(4096, 1), 0)
+	require.NoError(t, err)
+	for _, cut := range []func() uint64{fs.Kill, fs.PowerLoss} {
+		cut()
+		_, err := os.OpenFile(fs.Path("d"), os.O_RDWR, 0)
+		assert.True(t, errors.Is(err, unix.EIO), "a file opened between a cut and the successor: %v", err)
+		fs.Resume()
+		f, err := os.OpenFile(fs.Path("d"), os.O_RDWR, 0)
+		require.NoError(t, err, "the successor cannot open the disk")
+		f.Close()
+	}
+}
+
 // TestPunchAndRules: a punch reads as the disk's filler and is volatile like a write; a rule fails
 // the operations it matches, as many as it says.
 func TestPunchAndRules(t *testing.T) {
