@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"golang.org/x/sys/unix"
 
 	"uraid/raid"
 	"uraid/robust/simdisk"
@@ -296,6 +297,7 @@ func (w *world) swapBack(rng *rand.Rand) {
 // no if the disks are cut first, or the device leaves the slot. The workload's end does not stop
 // the wait: the epoch waits for admin, and the rebuild ends sooner without requests beside it.
 func (w *world) waitActive(i int, path string) bool {
+	defer func(start time.Time) { w.stats.SyncWait += time.Since(start) }(time.Now())
 	for {
 		m := w.slots()[i]
 		if m.Path != path || w.crashedNow() || w.failed() {
@@ -336,7 +338,9 @@ func (w *world) replace(rng *rand.Rand) {
 // touched straight from the disks, into the history: each must be a value the block may hold,
 // and copies of one block must agree (unless it reads as anything).
 func (w *world) verify() {
+	start := time.Now()
 	w.a.WaitSync()
+	w.stats.SyncWait += time.Since(start)
 	st := w.a.Status("", 0)
 	if st.Regions == nil || st.Regions.NeedResync > 0 || st.State != raid.StateNameActive && st.State != raid.StateNameClean {
 		return // degraded, or copies left to resync: they may differ yet
@@ -346,8 +350,17 @@ func (w *world) verify() {
 			return
 		}
 	}
+	if what := w.checkDescriptors(); what != "" {
+		w.fail("%s", what)
+		return
+	}
 	w.stats.Verified++
-	buf := make([]byte, Block)
+	// Each member's data area in one read from the disks, not a call per copy of a block.
+	areas := make([][]byte, len(st.Members))
+	for i, m := range st.Members {
+		areas[i] = make([]byte, w.dataEnd-w.dataOff)
+		w.fs.ReadAt(w.name(m.Path), areas[i], w.dataOff)
+	}
 	w.hmu.Lock()
 	defer w.hmu.Unlock()
 	blocks := make([]int64, 0, len(w.hist.ops))
@@ -363,7 +376,7 @@ func (w *world) verify() {
 		}
 		for _, p := range pieces {
 			for _, e := range p.Copies[:p.N] {
-				w.fs.ReadAt(w.name(st.Members[e.Member].Path), buf, w.dataOff+e.Offset)
+				buf := areas[e.Member][e.Offset : e.Offset+Block]
 				v := valueOf(buf, b)
 				note := fmt.Sprintf("copy on %s at %d", w.name(st.Members[e.Member].Path), w.dataOff+e.Offset)
 				if v == valGarbage {
@@ -379,6 +392,28 @@ func (w *world) verify() {
 	w.hmu.Unlock()
 	w.checkHistory()
 	w.hmu.Lock()
+}
+
+// checkDescriptors says which member's descriptor is not its device's file ("": none): a
+// descriptor number closed under a member and taken by the next file opened would send the
+// member's reads and writes to another disk.
+func (w *world) checkDescriptors() string {
+	for i, m := range w.a.Members() {
+		if m == nil {
+			continue
+		}
+		var fst, pst unix.Stat_t
+		if err := unix.Fstat(int(m.File.Fd()), &fst); err != nil {
+			return fmt.Sprintf("member %d (%s): descriptor %d: %v", i, w.name(m.Path), m.File.Fd(), err)
+		}
+		if err := unix.Stat(m.Path, &pst); err != nil {
+			return fmt.Sprintf("member %d (%s): %v", i, w.name(m.Path), err)
+		}
+		if fst.Ino != pst.Ino || fst.Dev != pst.Dev {
+			return fmt.Sprintf("member %d (%s): descriptor %d is inode %d, its device is inode %d", i, w.name(m.Path), m.File.Fd(), fst.Ino, pst.Ino)
+		}
+	}
+	return ""
 }
 
 // checkHistory checks the history so far; a block that is not linearizable is the finding, with

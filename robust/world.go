@@ -45,14 +45,17 @@ type Stats struct {
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
 	Checks, Verified, CopyReads                int
-	Disk                                       simdisk.Stats
+	// SyncWait is the time spent waiting for sync jobs to end (verify) or a rebuild to finish
+	// (swap back): a third of a run, as a rebuild resumed after each restart copies again.
+	SyncWait time.Duration
+	Disk     simdisk.Stats
 }
 
 func (s Stats) String() string {
 	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards, %d flushes), %d epochs: %d power losses (%d at failpoints), %d kills, %d clean stops; "+
-		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads)",
+		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
 		s.Requests, s.Reads, s.Writes, s.Discards, s.Flushes, s.Epochs, s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
-		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads)
+		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
 // Failure is what a run found.
@@ -132,7 +135,7 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 		cfg.Level, cfg.Layout, cfg.Members, cfg.Chunk = mapping.RAID10, mapping.Near2, 4, 64<<10
 	}
 	if cfg.Size == 0 {
-		cfg.Size = 24 << 20
+		cfg.Size = 12 << 20
 	}
 	if cfg.Depth == 0 {
 		cfg.Depth = 16
