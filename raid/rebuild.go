@@ -419,8 +419,16 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 	} else if old, err := ReadSuperblock(m.File); err == nil {
 		sb.MemberUUID = old.MemberUUID
 	}
-	if err := WriteSuperblock(m.File, &sb); err != nil {
-		return fmt.Errorf("member %s: %w", m.Path, err)
+	claim := func() error {
+		if err := WriteSuperblock(m.File, &sb); err != nil {
+			return fmt.Errorf("member %s: %w", m.Path, err)
+		}
+		return nil
+	}
+	if plant.Is("claim") {
+		if err := claim(); err != nil {
+			return err
+		}
 	}
 	// The checkpoint says from the start what kind of fill this is: a re-add resumed after a
 	// crash copies only the regions written while the member was away, as it would have.
@@ -430,9 +438,17 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 	}
 	a.regions.setCursor(region.Cursor{Action: action, Member: uint32(i)})
 	// The new device gets a whole copy of the map (the checkpoint with it, on every member)
-	// before it takes writes.
+	// before it takes writes, and before its superblock claims the slot: a device that claims
+	// it while the members' maps still hold an earlier fill's checkpoint of the slot (another
+	// device's, cut short) would resume from that one after a crash, and count as copied what
+	// it never got.
 	if err := a.regions.writeWhole(m); err != nil {
 		return fmt.Errorf("member %s: %w", m.Path, err)
+	}
+	if !plant.Is("claim") {
+		if err := claim(); err != nil {
+			return err
+		}
 	}
 	t := rebuildTarget{slot: i, dev: m, shadow: shadow, onlyResync: onlyResync}
 	if !shadow {

@@ -127,7 +127,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back.
-var planted = []string{"A", "B", "C", "D", "E", "F", "map", "resync", "recovery", "torn", "refill", "readd", "widen", "source"}
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "resync", "recovery", "torn", "refill", "readd", "widen", "source", "claim"}
 
 // TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
 // reports the seed and the requests to the first finding; a defect the harness misses within its

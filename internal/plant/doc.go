@@ -21,4 +21,6 @@
 //	widen     a read kept to the resync's source copy fails when that copy fails
 //	torn      assemble takes any member one update behind as current, named in the newest
 //	          superblock's slot table or not (md's margin of one event)
+//	claim     a device added to a slot claims it in its superblock before the members' maps
+//	          carry its fill's checkpoint: cut between the two, it resumes another's
 package plant
