@@ -358,6 +358,15 @@ func (w *world) cutAt(e ending, why string, atFailpoint bool) {
 		w.hmu.Unlock()
 		return
 	}
+	// Under hmu, so that no request's end is recorded between the cut and its entry in the
+	// history; and only if the disks are still of this epoch: a rule may have cut the power an
+	// instant ago, and a kill recorded over it would promise that the lost caches survived.
+	gen, ok := w.fs.CutIf(w.epochGen, e == endKill)
+	if !ok {
+		w.hmu.Unlock()
+		w.noteDiskCut(gen, "by a rule on the disks")
+		return
+	}
 	w.crashed = true
 	w.crashAt = w.hist.now()
 	if atFailpoint {
@@ -374,11 +383,6 @@ func (w *world) cutAt(e ending, why string, atFailpoint bool) {
 		w.stats.PowerLosses++
 	}
 	w.hmu.Unlock()
-	if e == endKill {
-		w.fs.Kill()
-	} else {
-		w.fs.PowerLoss()
-	}
 	w.logf("%s (%s)", endingNames[e], why)
 }
 

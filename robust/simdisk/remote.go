@@ -52,6 +52,7 @@ type response struct {
 	Err   string
 	Data  []byte
 	Gen   uint64
+	Cut   bool
 	Stats Stats
 }
 
@@ -196,6 +197,13 @@ func (d *Disks) PowerLoss() uint64 { return d.call(request{Op: "powerloss"}).Gen
 // generation.
 func (d *Disks) Kill() uint64 { return d.call(request{Op: "kill"}).Gen }
 
+// CutIf kills the process served (kill) or cuts the power only if the generation is still gen
+// (see diskFS.CutIf): the harness's own cut must not be taken for one a rule made first.
+func (d *Disks) CutIf(gen uint64, kill bool) (uint64, bool) {
+	r := d.call(request{Op: "cutif", Off: int64(gen), Len: map[bool]int64{false: 0, true: 1}[kill]})
+	return r.Gen, r.Cut
+}
+
 // Resume lets the successor of the process a cut ended open the disks (see diskFS.Resume).
 func (d *Disks) Resume() { d.call(request{Op: "resume"}) }
 
@@ -329,6 +337,8 @@ func serveChild(env string) int {
 			r.Gen = fs.PowerLoss()
 		case "kill":
 			r.Gen = fs.Kill()
+		case "cutif":
+			r.Gen, r.Cut = fs.CutIf(uint64(q.Off), q.Len == 1)
 		case "resume":
 			fs.Resume()
 		case "gen":

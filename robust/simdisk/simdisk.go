@@ -309,6 +309,24 @@ func (fs *diskFS) Stats() Stats {
 func (fs *diskFS) PowerLoss() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	return fs.powerLoss()
+}
+
+// CutIf cuts the power (or kills the process served) only if the generation is still gen, and
+// returns the generation after it and whether it cut: no when a rule cut the disks first.
+func (fs *diskFS) CutIf(gen uint64, kill bool) (uint64, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.gen != gen {
+		return fs.gen, false
+	}
+	if kill {
+		return fs.kill(), true
+	}
+	return fs.powerLoss(), true
+}
+
+func (fs *diskFS) powerLoss() uint64 {
 	fs.gen++
 	fs.down = true
 	fs.stats.PowerLosses++
@@ -345,6 +363,10 @@ func (fs *diskFS) PowerLoss() uint64 {
 func (fs *diskFS) Kill() uint64 {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	return fs.kill()
+}
+
+func (fs *diskFS) kill() uint64 {
 	fs.gen++
 	fs.down = true
 	fs.stats.Kills++

@@ -115,6 +115,25 @@ func TestDownUntilResume(t *testing.T) {
 	}
 }
 
+// TestCutIf: a cut asked for an earlier generation does nothing (a rule cut the disks first):
+// a kill must not be recorded over a power loss that lost the caches.
+func TestCutIf(t *testing.T) {
+	fs := mountT(t)
+	fs.Add("d", 1<<20, 0)
+	fd := openDisk(t, fs, "d")
+	_, err := unix.Pwrite(fd, aligned(4096, 1), 0)
+	require.NoError(t, err)
+	gen := fs.Gen()
+	lost := fs.PowerLoss() // as a rule would, unknown to the caller
+	got, cut := fs.CutIf(gen, true)
+	assert.False(t, cut, "a kill for a generation already cut")
+	assert.Equal(t, lost, got)
+	got, cut = fs.CutIf(got, true)
+	assert.True(t, cut)
+	assert.Equal(t, lost+1, got)
+	assert.EqualValues(t, 1, fs.Stats().Kills)
+}
+
 // TestPunchAndRules: a punch reads as the disk's filler and is volatile like a write; a rule fails
 // the operations it matches, as many as it says.
 func TestPunchAndRules(t *testing.T) {
