@@ -294,17 +294,28 @@ func (w *world) swapBack(rng *rand.Rand) {
 }
 
 // waitActive waits until the device at path serves slot i whole, and reports whether it does:
-// no if the disks are cut first, or the device leaves the slot. The workload's end does not stop
-// the wait: the epoch waits for admin, and the rebuild ends sooner without requests beside it.
+// no if the disks are cut first, the device leaves the slot, or its rebuild ends without making
+// it active (a source failed). The workload's end does not stop the wait: the epoch waits for
+// admin, and the rebuild ends sooner without requests beside it.
 func (w *world) waitActive(i int, path string) bool {
 	defer func(start time.Time) { w.stats.SyncWait += time.Since(start) }(time.Now())
-	for {
-		m := w.slots()[i]
+	for idle := 0; ; {
+		st := w.a.Status("", 0)
+		m := st.Members[i]
 		if m.Path != path || w.crashedNow() || w.failed() {
 			return false
 		}
 		if m.State == raid.MemberActive.String() {
 			return true
+		}
+		// Twice idle in a row: a rebuild that ended between the member's state and the job's
+		// in one status shows active in the next.
+		if st.Sync == nil || st.Sync.Action == raid.SyncIdle {
+			if idle++; idle == 2 {
+				return false
+			}
+		} else {
+			idle = 0
 		}
 		time.Sleep(time.Millisecond)
 	}
