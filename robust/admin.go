@@ -197,17 +197,36 @@ func (w *world) removeAndAdd(rng *rand.Rand) {
 			}
 		}
 	}
-	d, force := w.spareDisk(rng)
-	if d == "" {
-		return
+	if d, force := w.spareDisk(rng); d != "" {
+		w.add(d, force, "")
 	}
+}
+
+// add adds disk d (force: it carries a superblock) and reports whether the array took it; why
+// starts the log lines.
+func (w *world) add(d string, force bool, why string) bool {
 	msg, err := w.a.AddMember(w.path(d), force)
 	if err != nil {
-		w.logf("add %s: %v", d, firstLine(err))
-		return
+		w.logf("%sadd %s: %v", why, d, firstLine(err))
+		return false
 	}
 	w.stats.Adds++
-	w.logf("added %s: %s", d, msg)
+	w.logf("%sadded %s: %s", why, d, msg)
+	return true
+}
+
+// takeOut fails and removes the member at path, and reports whether it did both.
+func (w *world) takeOut(path, why string) bool {
+	if err := w.a.FailMember(path); err != nil {
+		return false
+	}
+	w.stats.Fails++
+	if err := w.a.RemoveMember(path); err != nil {
+		w.logf("%sremove %s: %v", why, w.name(path), firstLine(err))
+		return false
+	}
+	w.logf("%sfailed and removed %s", why, w.name(path))
+	return true
 }
 
 // spareDisk takes a disk for an add or a replace, one the array does not hold: a blank one, or
@@ -253,44 +272,18 @@ func (w *world) swapBack(rng *rand.Rand) {
 		return
 	}
 	old := ms[rng.IntN(len(ms))]
-	if err := w.a.FailMember(old.Path); err != nil {
+	const why = "swap back: "
+	if !w.takeOut(old.Path, why) {
 		return
 	}
-	w.stats.Fails++
-	if err := w.a.RemoveMember(old.Path); err != nil {
-		w.logf("swap back: remove %s: %v", w.name(old.Path), firstLine(err))
-		return
-	}
-	w.logf("swap back: failed and removed %s", w.name(old.Path))
 	d, force := w.spareDisk(rng)
 	if d == "" || d == w.name(old.Path) {
 		return // the slot waits for the next add
 	}
-	msg, err := w.a.AddMember(w.path(d), force)
-	if err != nil {
-		w.logf("swap back: add %s: %v", d, firstLine(err))
+	if !w.add(d, force, why) || !w.waitActive(old.Index, w.path(d)) || !w.takeOut(w.path(d), why) {
 		return
 	}
-	w.stats.Adds++
-	w.logf("swap back: added %s: %s", d, msg)
-	if !w.waitActive(old.Index, w.path(d)) {
-		return
-	}
-	if err := w.a.FailMember(w.path(d)); err != nil {
-		return
-	}
-	w.stats.Fails++
-	if err := w.a.RemoveMember(w.path(d)); err != nil {
-		w.logf("swap back: remove %s: %v", d, firstLine(err))
-		return
-	}
-	msg, err = w.a.AddMember(old.Path, true)
-	if err != nil {
-		w.logf("swap back: add %s again: %v", w.name(old.Path), firstLine(err))
-		return
-	}
-	w.stats.Adds++
-	w.logf("swap back: %s back in slot %d: %s", w.name(old.Path), old.Index, msg)
+	w.add(w.name(old.Path), true, why)
 }
 
 // waitActive waits until the device at path serves slot i whole, and reports whether it does:
