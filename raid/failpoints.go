@@ -9,7 +9,7 @@ const (
 	FailpointRebuildRegion = "rebuild-region"
 	// FailpointRebuildCursor: a rebuild finished a region and moved its checkpoint past it.
 	FailpointRebuildCursor = "rebuild-cursor"
-	// FailpointResyncRegion: a resync is about to take its next region.
+	// FailpointResyncRegion: a resync, check or repair is about to take its next region.
 	FailpointResyncRegion = "resync-region"
 	// FailpointFailed: a member is out of service in memory, not yet in the superblocks.
 	FailpointFailed = "member-failed"
@@ -18,3 +18,12 @@ const (
 )
 
 var hit = failpoint.Hit
+
+// hitRegion is hit at a step about to work on region r, whose span the hook is told.
+func (g *regions) hitRegion(name string, r int) {
+	if !failpoint.Active() {
+		return
+	}
+	off, n := g.span(r)
+	failpoint.HitAt(name, failpoint.Span{Off: off, Len: n})
+}

@@ -120,7 +120,7 @@ func TestRebuildTrimRace(t *testing.T) {
 	data := bytes.Repeat([]byte{0x5a}, 64<<10)
 	var hits atomic.Int32
 	var werr error
-	setHook(t, func(name string) {
+	setHook(t, func(name string, _ failpoint.Span) {
 		if name != FailpointRebuildRegion || hits.Add(1) != 3 {
 			return
 		}
@@ -270,7 +270,7 @@ func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
 	var once atomic.Bool
 	var werr error
 	var acked, failedAt uint64
-	setHook(t, func(name string) {
+	setHook(t, func(name string, _ failpoint.Span) {
 		if name != FailpointFailed || !once.CompareAndSwap(false, true) {
 			return
 		}
@@ -596,7 +596,7 @@ func TestAddClaimsItsSlotAfterTheCheckpoint(t *testing.T) {
 			}
 			var seen atomic.Bool
 			var claimed error
-			setHook(t, func(name string) {
+			setHook(t, func(name string, _ failpoint.Span) {
 				if name != FailpointMapFlush || !seen.CompareAndSwap(false, true) {
 					return
 				}

@@ -551,7 +551,7 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 	default:
 	}
 	early := plant.Is("A") && !t.onlyResync && s.g.trimmed(r)
-	hit(FailpointRebuildRegion)
+	s.g.hitRegion(FailpointRebuildRegion, r)
 	off, n := s.g.lock(r)
 	defer s.g.unlock()
 	// Only under the lock: a write that lands before it dirties the region and reaches the

@@ -511,6 +511,7 @@ func (s *syncer) region(j *syncJob, r int) error {
 		return errCancelled
 	default:
 	}
+	s.g.hitRegion(FailpointResyncRegion, r)
 	off, n := s.g.lock(r)
 	defer s.g.unlock()
 	if j.action == SyncResync && !s.g.stillNeedsResync(r) {

@@ -8,9 +8,14 @@ package failpoint
 
 import "sync/atomic"
 
-// Hook is called at each failpoint with its name, on the goroutine that reached it; the step
-// goes on when Hook returns.
-type Hook func(name string)
+// Span is the part of the array, in bytes, that the step about to run works on: a rebuild's or
+// a resync's next region. Len 0: the step has none. A hook that holds the step may send requests
+// there, into the window between the step's decision and its lock.
+type Span struct{ Off, Len int64 }
+
+// Hook is called at each failpoint with its name and span, on the goroutine that reached it; the
+// step goes on when Hook returns.
+type Hook func(name string, at Span)
 
 var hook atomic.Pointer[Hook]
 
@@ -28,9 +33,15 @@ func Set(h Hook) Hook {
 	return *old
 }
 
-// Hit runs the hook at the failpoint name.
-func Hit(name string) {
+// Active reports whether a hook is set: a step may skip working out its span when none is.
+func Active() bool { return hook.Load() != nil }
+
+// Hit runs the hook at the failpoint name, a step with no span.
+func Hit(name string) { HitAt(name, Span{}) }
+
+// HitAt runs the hook at the failpoint name, a step that works on at.
+func HitAt(name string, at Span) {
 	if h := hook.Load(); h != nil {
-		(*h)(name)
+		(*h)(name, at)
 	}
 }
