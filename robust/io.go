@@ -1,6 +1,7 @@
 package robust
 
 import (
+	"slices"
 	"time"
 
 	"uraid/raid"
@@ -16,15 +17,23 @@ type inflight struct {
 	call       int64
 	busy       bool
 	crashedOut bool
+	aim        *aimAt // the span it was sent into, if any
 }
 
-// io runs n requests (fewer if the disks are cut) at a random queue depth.
+// io runs n requests (fewer if the disks are cut) at a random queue depth; one time in two it
+// begins, as a system's fstrim at boot does, with a sweep of every free region.
 func (w *world) io(n int) {
+	w.fstrim = nil
+	if w.rng.IntN(2) == 0 {
+		w.fstrim = slices.Clone(w.free)
+	}
 	if w.tags == nil {
 		w.tags = make([]inflight, w.cfg.Depth)
 	}
 	tags := w.tags
 	qd := 1 + w.rng.IntN(w.cfg.Depth)
+	w.serving.Store(true)
+	defer w.serving.Store(false)
 	for i := 0; i < n && !w.done(); {
 		if w.crashedNow() {
 			return
@@ -49,14 +58,55 @@ func (w *world) io(n int) {
 // start starts a random request on tag.
 func (w *world) startRequest(tag uint16, t *inflight) {
 	var first int64
-	if w.rng.IntN(10) < 7 {
-		first = w.hot[w.rng.IntN(len(w.hot))]
-	} else {
-		first = w.rng.Int64N(w.blocks)
+	aim := w.aim.Load()
+	if aim != nil && w.rng.IntN(3) == 0 {
+		aim = nil // not every request: the rest of the workload goes on meanwhile
+	}
+	switch {
+	case aim != nil:
+		first = aim.Off/Block + w.rng.Int64N(aim.Len/Block)
+	default:
+		switch p := w.rng.IntN(100); {
+		case p < 65:
+			first = w.hot[w.rng.IntN(len(w.hot))]
+		case p < 97:
+			first = w.blockIn(w.liveRegions)
+		default:
+			first = w.rng.Int64N(w.blocks) // free space taken into use
+		}
 	}
 	nb := min(int64(1+w.rng.IntN(8)), w.blocks-first)
 	*t = inflight{first: first, n: nb, busy: true}
-	switch p := w.rng.IntN(100); {
+	p := w.rng.IntN(100)
+	if aim != nil {
+		// What races a healing step is mostly a write: 60 writes, 20 discards (half of them of
+		// the whole span), 20 reads in a hundred.
+		p = []int{0, 85, 10, 30, 50, 55, 60, 65, 70, 75}[w.rng.IntN(10)]
+	}
+	if len(w.fstrim) > 0 {
+		p = 0
+	}
+	switch {
+	case p < 2:
+		// A sweep, as fstrim sends: whole regions (the one a held step is about to work on,
+		// when there is one), which the region map may then count trimmed.
+		t.op = ublk.OpDiscard
+		rb := w.regionBytes / Block
+		if n := len(w.fstrim); n > 0 {
+			t.first, w.fstrim = int64(w.fstrim[n-1])*rb, w.fstrim[:n-1]
+			t.n = min(rb, w.blocks-t.first)
+		} else if aim != nil {
+			t.first, t.n = aim.Off/Block, aim.Len/Block
+		} else {
+			regions := w.free
+			if w.rng.IntN(4) == 0 {
+				regions = w.liveRegions
+			}
+			t.first = w.blockIn(regions) / rb * rb
+			t.n = min(rb*int64(1+w.rng.IntN(2)), w.blocks-t.first)
+		}
+		w.stats.Discards++
+		w.stats.Sweeps++
 	case p < 40:
 		t.op = ublk.OpRead
 		w.stats.Reads++
@@ -90,6 +140,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		return
 	}
 	w.inflight++
+	t.aim = aim
 }
 
 // reap waits for one request to finish and records it.
@@ -106,6 +157,9 @@ func (w *world) reap(tags []inflight) {
 	w.inflight--
 	t := &tags[tag]
 	t.busy = false
+	if t.aim != nil {
+		t.aim.ended()
+	}
 	w.finished(tag, t, res)
 }
 

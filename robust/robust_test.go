@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ var (
 	layoutFlag   = flag.String("robust.layout", "", "one layout: raid1, raid10-near, raid10-far, raid10-offset (default: each)")
 	verboseFlag  = flag.Bool("robust.v", false, "log every step")
 	deadlineFlag = flag.Duration("robust.deadline", 20*time.Minute, "the whole run's limit: past it the disks are aborted and the run fails")
+	plantFlag    = flag.String("robust.plant", "", "TestPlanted: only these defects (comma-separated; default: every one)")
 )
 
 // layouts are the redundant layouts the harness runs, each with its own share of the run.
@@ -142,6 +144,9 @@ func TestPlanted(t *testing.T) {
 		budget = 40000
 	}
 	for _, bug := range planted {
+		if *plantFlag != "" && !slices.Contains(strings.Split(*plantFlag, ","), bug) {
+			continue
+		}
 		t.Run(bug, func(t *testing.T) {
 			plant.Set(bug)
 			defer plant.Set("")

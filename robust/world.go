@@ -41,6 +41,7 @@ type Config struct {
 // Stats counts what a run did.
 type Stats struct {
 	Requests, Reads, Writes, Discards, Flushes int
+	Sweeps                                     int // discards of whole regions, of Discards
 	Epochs, PowerLosses, Kills, Stops          int
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
@@ -52,9 +53,9 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards, %d flushes), %d epochs: %d power losses (%d at failpoints), %d kills, %d clean stops; "+
+	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs: %d power losses (%d at failpoints), %d kills, %d clean stops; "+
 		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
-		s.Requests, s.Reads, s.Writes, s.Discards, s.Flushes, s.Epochs, s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
+		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
 		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
@@ -101,6 +102,10 @@ type world struct {
 	stats    Stats
 	failure  *Failure
 	hot      []int64 // blocks the workload comes back to, for overlaps
+	// live and free split the regions in two halves, as a filesystem's used and free space: the
+	// hot blocks and most writes are in live ones, most sweeps in free ones.
+	liveRegions, free []int
+	fstrim            []int // free regions the epoch's fstrim has yet to discard
 	blocks   int64
 	inflight int
 	tags     []inflight
@@ -118,6 +123,30 @@ type world struct {
 	// requests is stats.Requests for the other goroutines (logs, findings); the counts of
 	// crashes in stats are under hmu, as they are made on any goroutine.
 	requests atomic.Int64
+	// aim is the span a healing step held at a failpoint is about to work on (nil: none): while
+	// it is set, most requests go there, into the window between the step's decision and its
+	// lock, where races with the workload live.
+	aim atomic.Pointer[aimAt]
+	// serving says the workload runs: a step is held for aimed requests only then.
+	serving atomic.Bool
+	// regionBytes is the region map's region: a sweep (fstrim) discards whole regions, the only
+	// discards that make a region trimmed.
+	regionBytes int64
+}
+
+// aimAt is a span the workload aims at while a step is held: the step goes on once left requests
+// sent there have finished.
+type aimAt struct {
+	failpoint.Span
+	left atomic.Int32
+	done chan struct{}
+}
+
+// ended counts one request sent into the span that finished.
+func (a *aimAt) ended() {
+	if a.left.Add(-1) == 0 {
+		close(a.done)
+	}
 }
 
 // fpCrash cuts the power at the n-th hit of a failpoint.
@@ -155,6 +184,13 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 		return nil, w.stats, err
 	}
 	return w.failure, w.stats, nil
+}
+
+// blockIn returns a random block of a random region of regions.
+func (w *world) blockIn(regions []int) int64 {
+	rb := w.regionBytes / Block
+	r := int64(regions[w.rng.IntN(len(regions))])
+	return min(w.blocks-1, r*rb+w.rng.Int64N(rb))
 }
 
 // The line goes to the array's log too, so that the array's messages read in the order of the
@@ -219,8 +255,15 @@ func (w *world) run() error {
 	w.blocks = a.Map().Size() / Block
 	w.dataOff = int64(a.Superblock().DataOffset)
 	w.dataEnd = w.dataOff + int64(a.Superblock().DataSize)
+	w.regionBytes = a.Status("", 0).Regions.RegionBytes
+	// The hot blocks lie in half of the regions, as a filesystem's busy metadata and files do:
+	// the others are written seldom, so a sweep leaves them trimmed for a while, and the healing
+	// paths meet trimmed regions as they would on a real array.
+	regionBlocks := w.regionBytes / Block
+	regions := w.rng.Perm(int((w.blocks + regionBlocks - 1) / regionBlocks))
+	w.liveRegions, w.free = regions[:max(1, len(regions)/2)], regions[len(regions)/2:]
 	for range 48 {
-		w.hot = append(w.hot, w.rng.Int64N(w.blocks))
+		w.hot = append(w.hot, w.blockIn(w.liveRegions))
 	}
 	if err := w.serve(a, false); err != nil {
 		return err
@@ -234,7 +277,10 @@ func (w *world) run() error {
 		if err := w.restart(end); err != nil {
 			return err
 		}
-		if !w.failed() && w.rng.IntN(2) == 0 {
+		// One time in four: waiting here for the sync jobs runs them with no workload beside
+		// them, and the healing paths' races with requests are what the harness is for. The
+		// verification at the end of the next epoch looks at the copies too.
+		if !w.failed() && w.rng.IntN(4) == 0 {
 			w.verify()
 		}
 	}
@@ -269,7 +315,8 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 	w.live = a
 	w.recordMu.Unlock()
 	w.a = a
-	w.logf("epoch %d serves %v", w.stats.Epochs, a.Status("", 0).InService())
+	st := a.Status("", 0)
+	w.logf("epoch %d serves %v; regions %+v", w.stats.Epochs, st.InService(), *st.Regions)
 	a.OnMembershipChange(func() { w.recordMembers(a) })
 	w.recordMembers(a)
 	if err := a.MarkDirty(); err != nil {
@@ -409,6 +456,11 @@ func (w *world) epoch() ending {
 	}
 	e := ending(w.rng.IntN(3))
 	w.drain()
+	if !w.failed() && !w.abandoned {
+		// Before the ending, too: a copy a healing path got wrong is seen while the array that
+		// got it wrong still runs, before a resync after the crash copies over it.
+		w.verify()
+	}
 	switch e {
 	case endStop:
 		w.stats.Stops++
@@ -544,10 +596,28 @@ func (w *world) diskStep(name string) (simdisk.Match, bool) {
 
 // failpoint is the array's failpoint hook: a crash armed for this one, and otherwise now and then
 // a short pause, so that I/O gets into the windows between a step and the next.
-func (w *world) failpoint(name string) {
+//
+// A step with a span (a rebuild's or resync's next region) is held one time in two for up to a
+// few milliseconds while the workload aims its requests at the span: a write, read or discard
+// that lands between what the step decided and the lock it takes next.
+func (w *world) failpoint(name string, at failpoint.Span) {
 	if fp := w.fpArm.Load(); fp != nil && fp.name == name && !fp.fired.Load() && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
 		time.Sleep(fp.delay)
 		w.cutAt(endPowerLoss, "at failpoint "+name, true)
+		return
+	}
+	if at.Len >= Block && w.serving.Load() && rand.IntN(2) == 0 {
+		// Held until a few requests sent there have finished, counted rather than timed: on a
+		// slow machine a fixed pause lets none through. Bounded: the workload may be between
+		// epochs, or a request may wait for what the step holds.
+		a := &aimAt{Span: at, done: make(chan struct{})}
+		a.left.Store(int32(1 + rand.IntN(3)))
+		w.aim.Store(a)
+		select {
+		case <-a.done:
+		case <-time.After(200 * time.Millisecond):
+		}
+		w.aim.Store(nil)
 		return
 	}
 	if rand.IntN(4) == 0 {
