@@ -17,17 +17,39 @@ import (
 	"uraid/robust/simdisk"
 )
 
+// An epoch's mood: what the operator and the faults do while the workload runs.
+type mood int
+
+const (
+	// A storm: failures, adds, replaces, checks, armed power losses and cuts at random moments.
+	moodStorm mood = iota
+	// Calm: the operator only fills empty slots and checks; nothing fails and nothing is cut
+	// before the workload's share is done, so that rebuilds run to their end and sweeps trim
+	// regions of a whole array, which later epochs' failures then meet.
+	moodCalm
+	// Heal: once the epoch's fstrim is done, one member of the array leaves (failed, failed by
+	// an error, replaced, or swapped back) and its rebuild runs beside the workload to its end;
+	// now and then a power loss is armed at a step of the rebuild. Right after an unclean
+	// restart the member leaves at once, before the resync has copied the regions the crash left
+	// dirty. Storms seldom let a rebuild run to its end with requests beside it: most are cut
+	// first, or resumed after a restart with the workload idle.
+	moodHeal
+)
+
+var moodNames = [...]string{"a storm", "a calm epoch", "a healing epoch"}
+
 // admin changes the array while the workload runs, as an operator, a failing disk and a power
 // cut would, until stop closes.
-func (w *world) admin(rng *rand.Rand, stop <-chan struct{}) {
-	first, first0 := true, -1
-	// One epoch in three is calm: the operator only fills empty slots and checks, nothing fails
-	// and nothing is cut before the workload's share is done, so that rebuilds run to their end
-	// and sweeps trim regions of a whole array, which the next epoch's failures then meet.
-	calm := rng.IntN(3) == 0
-	if calm {
-		w.logf("a calm epoch")
+func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
+	if m != moodStorm {
+		w.logf("%s", moodNames[m])
 	}
+	if m == moodHeal {
+		w.heal(rng, stop)
+		return
+	}
+	first, first0 := true, -1
+	calm := m == moodCalm
 	for {
 		select {
 		case <-stop:
@@ -118,6 +140,62 @@ func (w *world) whole() bool {
 		}
 	}
 	return st.Sync == nil || st.Sync.Action != raid.SyncRebuild
+}
+
+// heal is a healing epoch's operator (see moodHeal).
+func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
+	pause := func() bool {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(time.Duration(rng.IntN(4000)) * time.Microsecond):
+		}
+		return !w.crashedNow() && !w.failed()
+	}
+	st := w.a.Status("", 0)
+	if st.Regions == nil || st.Regions.NeedResync == 0 {
+		// After the sweep: a rebuild that starts before it meets no region trimmed.
+		for from := w.requests.Load(); w.requests.Load() < from+int64(len(w.free))+8; {
+			if !pause() {
+				return
+			}
+		}
+	}
+	leave := func() {
+		switch rng.IntN(5) {
+		case 0, 1:
+			w.failOne(rng)
+		case 2:
+			w.injectWriteError(rng)
+		case 3:
+			w.replace(rng)
+		case 4:
+			w.swapBack(rng)
+		}
+	}
+	leave()
+	armed := rng.IntN(3) != 0
+	for pause() {
+		switch p := rng.IntN(10); {
+		case p < 3 && !w.whole():
+			w.removeAndAdd(rng) // a slot left empty is filled: no spare may be waiting
+		case p < 6 && w.whole() && !w.faultPending():
+			leave() // the array healed: once more, over what the workload trimmed since
+		case p == 6 && !armed:
+			armed = true
+			name := []string{raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, "disk-flush", "map-flush"}[rng.IntN(4)]
+			n := 1 + rng.IntN(6)
+			if m, ok := w.diskStep(name); ok {
+				w.fs.Arm(simdisk.Rule{Match: m, N: n, Cut: true, Why: "at " + name})
+			} else {
+				fp := &fpCrash{name: name, delay: time.Duration(rng.IntN(3000)) * time.Microsecond}
+				fp.n.Store(int32(n))
+				w.fpArm.Store(fp)
+			}
+			w.logf("power loss armed at the %d-th %s", n, name)
+		}
+		w.recordMembers(w.a)
+	}
 }
 
 // slots returns the array's member slots as status shows them.

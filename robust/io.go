@@ -20,11 +20,12 @@ type inflight struct {
 	aim        *aimAt // the span it was sent into, if any
 }
 
-// io runs n requests (fewer if the disks are cut) at a random queue depth; one time in two it
-// begins, as a system's fstrim at boot does, with a sweep of every free region.
-func (w *world) io(n int) {
+// io runs n requests (fewer if the disks are cut) at a random queue depth; one time in two (and
+// when sweep says so) it begins, as a system's fstrim at boot does, with a sweep of every free
+// region.
+func (w *world) io(n int, sweep bool) {
 	w.fstrim = nil
-	if w.rng.IntN(2) == 0 {
+	if w.rng.IntN(2) == 0 || sweep {
 		w.fstrim = slices.Clone(w.free)
 	}
 	if w.tags == nil {

@@ -155,28 +155,29 @@ func TestPlanted(t *testing.T) {
 				for _, l := range layouts[:2] {
 					cfg := l.cfg
 					cfg.Seed, cfg.Ops = seed, 3000
-					// A seed counts only if it finds nothing without the defect: else the finding
-					// may be another one's.
-					plant.Set("")
-					base, bst, err := Run(cfg, os.TempDir())
-					if err != nil {
-						t.Fatalf("the harness could not run: %v", err)
-					}
-					spent += bst.Requests
-					if base != nil {
-						t.Logf("seed %d on %s finds something without the defect too, skipped: %s", seed, l.name, firstLineOf(base.What))
-						continue
-					}
-					plant.Set(bug)
 					f, st, err := Run(cfg, os.TempDir())
 					if err != nil {
 						t.Fatalf("the harness could not run: %v", err)
 					}
 					spent += st.Requests
-					if f != nil {
-						t.Logf("planted %s: found on %s with seed %d after %d requests (%d in all): %s", bug, l.name, seed, f.Request, spent, firstLineOf(f.What))
-						return
+					if f == nil {
+						continue
 					}
+					// A finding counts only if the same seed finds nothing without the defect:
+					// else it may be another defect's, or the harness's own.
+					plant.Set("")
+					base, bst, err := Run(cfg, os.TempDir())
+					plant.Set(bug)
+					if err != nil {
+						t.Fatalf("the harness could not run: %v", err)
+					}
+					if base != nil {
+						t.Logf("seed %d on %s finds something without the defect too, not counted: %s", seed, l.name, firstLineOf(base.What))
+						continue
+					}
+					t.Logf("planted %s: found on %s with seed %d after %d requests (%d in all, %d without the defect to confirm): %s",
+						bug, l.name, seed, f.Request, spent, bst.Requests, firstLineOf(f.What))
+					return
 				}
 			}
 			t.Errorf("planted %s: not found in %d requests", bug, spent)

@@ -43,6 +43,7 @@ type Stats struct {
 	Requests, Reads, Writes, Discards, Flushes int
 	Sweeps                                     int // discards of whole regions, of Discards
 	Epochs, PowerLosses, Kills, Stops          int
+	Moods                                      [3]int // epochs of each mood: storm, calm, heal
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
 	Checks, Verified, CopyReads                int
@@ -53,9 +54,9 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs: %d power losses (%d at failpoints), %d kills, %d clean stops; "+
+	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
 		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
-		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
+		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
 		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
@@ -106,9 +107,9 @@ type world struct {
 	// hot blocks and most writes are in live ones, most sweeps in free ones.
 	liveRegions, free []int
 	fstrim            []int // free regions the epoch's fstrim has yet to discard
-	blocks   int64
-	inflight int
-	tags     []inflight
+	blocks            int64
+	inflight          int
+	tags              []inflight
 	// abandoned: requests hang; the run ends without closing the queue or the array.
 	abandoned bool
 
@@ -440,11 +441,13 @@ func (w *world) epoch() ending {
 	stop := make(chan struct{})
 	adminDone := make(chan struct{})
 	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
+	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal}[w.rng.IntN(4)]
+	w.stats.Moods[m]++
 	go func() {
 		defer close(adminDone)
-		w.admin(arng, stop)
+		w.admin(arng, stop, m)
 	}()
-	w.io(n)
+	w.io(n, m == moodHeal)
 	close(stop)
 	<-adminDone
 	w.fpArm.Store(nil)
