@@ -104,15 +104,10 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 			}
 		case p < 84:
 			name, n := failpoints[rng.IntN(len(failpoints))], 1+rng.IntN(6)
-			delay := time.Duration(rng.IntN(3000)) * time.Microsecond
-			if m, ok := w.diskStep(name); ok {
-				w.fs.Arm(simdisk.Rule{Match: m, N: n, Cut: true, Why: "at " + name})
-			} else {
-				fp := &fpCrash{name: name, delay: delay}
-				fp.n.Store(int32(n))
-				w.fpArm.Store(fp)
+			if name == raid.FailpointFailed {
+				n = 1 + rng.IntN(2) // an epoch fails few members
 			}
-			w.logf("power loss armed at the %d-th %s", n, name)
+			w.armPowerLoss(rng, name, n)
 		case p < 86:
 			w.cut(endPowerLoss, "at a random moment")
 			return
@@ -128,6 +123,19 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 		case <-time.After(time.Duration(rng.IntN(4000)) * time.Microsecond):
 		}
 	}
+}
+
+// armPowerLoss cuts the power at the n-th step name: a disk's step (a rule on the disks) or one
+// of the array's failpoints (the harness's hook).
+func (w *world) armPowerLoss(rng *rand.Rand, name string, n int) {
+	if m, ok := w.diskStep(name); ok {
+		w.fs.Arm(simdisk.Rule{Match: m, N: n, Cut: true, Why: "at " + name})
+	} else {
+		fp := &fpCrash{name: name, delay: time.Duration(rng.IntN(3000)) * time.Microsecond, requests: int64(1 + rng.IntN(6))}
+		fp.n.Store(int32(n))
+		w.fpArm.Store(fp)
+	}
+	w.logf("power loss armed at the %d-th %s", n, name)
 }
 
 // whole reports whether every slot of the array is active, with no replacement or sync job
@@ -152,17 +160,16 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 		}
 		return !w.crashedNow() && !w.failed()
 	}
-	st := w.a.Status("", 0)
-	if st.Regions == nil || st.Regions.NeedResync == 0 {
-		// After the sweep: a rebuild that starts before it meets no region trimmed.
-		for from := w.requests.Load(); w.requests.Load() < from+int64(len(w.free))+8; {
-			if !pause() {
-				return
-			}
+	leave := func(first bool) {
+		how := rng.IntN(5)
+		if (how < 2 || how == 4) && (first || rng.IntN(3) == 0) {
+			// Cut between the member's failure and its record in the superblocks, writes
+			// finishing meanwhile: none may be acknowledged that left out the failed copy.
+			// (Not for a member failed by an error: the failure is made on the queue's
+			// goroutine, where the hook holds every request.)
+			w.armPowerLoss(rng, raid.FailpointFailed, 1)
 		}
-	}
-	leave := func() {
-		switch rng.IntN(5) {
+		switch how {
 		case 0, 1:
 			w.failOne(rng)
 		case 2:
@@ -173,26 +180,38 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			w.swapBack(rng)
 		}
 	}
-	leave()
+	if st := w.a.Status("", 0); st.Regions != nil && st.Regions.NeedResync > 0 {
+		// Before the resync has copied what the crash left different: the rebuild must leave
+		// to it the regions it did not copy whole (another mirror pair's).
+		for _, i := range rng.Perm(len(st.Members)) {
+			if m := st.Members[i]; inService(m) && w.a.FailMember(m.Path) == nil {
+				w.stats.Fails++
+				w.logf("failed %s before the resync", w.name(m.Path))
+				break
+			}
+		}
+	} else {
+		// After the sweep: a rebuild that starts before it meets no region trimmed.
+		for from := w.requests.Load(); w.requests.Load() < from+int64(len(w.free))+8; {
+			if !pause() {
+				return
+			}
+		}
+		leave(true)
+	}
 	armed := rng.IntN(3) != 0
 	for pause() {
 		switch p := rng.IntN(10); {
 		case p < 3 && !w.whole():
 			w.removeAndAdd(rng) // a slot left empty is filled: no spare may be waiting
 		case p < 6 && w.whole() && !w.faultPending():
-			leave() // the array healed: once more, over what the workload trimmed since
+			leave(false) // the array healed: once more, over what the workload trimmed since
+		case p == 7:
+			w.refusedFails(rng) // while a member's copy is the last one, refused
 		case p == 6 && !armed:
 			armed = true
 			name := []string{raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, "disk-flush", "map-flush"}[rng.IntN(4)]
-			n := 1 + rng.IntN(6)
-			if m, ok := w.diskStep(name); ok {
-				w.fs.Arm(simdisk.Rule{Match: m, N: n, Cut: true, Why: "at " + name})
-			} else {
-				fp := &fpCrash{name: name, delay: time.Duration(rng.IntN(3000)) * time.Microsecond}
-				fp.n.Store(int32(n))
-				w.fpArm.Store(fp)
-			}
-			w.logf("power loss armed at the %d-th %s", n, name)
+			w.armPowerLoss(rng, name, 1+rng.IntN(6))
 		}
 		w.recordMembers(w.a)
 	}

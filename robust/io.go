@@ -18,6 +18,7 @@ type inflight struct {
 	busy       bool
 	crashedOut bool
 	aim        *aimAt // the span it was sent into, if any
+	cutting    bool   // sent while a power loss waited at a failpoint
 }
 
 // io runs n requests (fewer if the disks are cut) at a random queue depth; one time in two (and
@@ -84,6 +85,10 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		// the whole span), 20 reads in a hundred.
 		p = []int{0, 85, 10, 30, 50, 55, 60, 65, 70, 75}[w.rng.IntN(10)]
 	}
+	cutting := w.cutting.Load()
+	if cutting {
+		p = []int{50, 60, 70, 95}[w.rng.IntN(4)] // writes made durable, and flushes
+	}
 	if len(w.fstrim) > 0 {
 		p = 0
 	}
@@ -113,7 +118,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		w.stats.Reads++
 	case p < 82:
 		t.op = ublk.OpWrite
-		t.fua = w.rng.IntN(8) == 0
+		t.fua = w.rng.IntN(8) == 0 || cutting && w.rng.IntN(2) == 0
 		w.lastID++
 		t.id = w.lastID
 		buf := w.h.Buf(tag)
@@ -141,7 +146,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		return
 	}
 	w.inflight++
-	t.aim = aim
+	t.aim, t.cutting = aim, cutting
 }
 
 // reap waits for one request to finish and records it.
@@ -158,6 +163,9 @@ func (w *world) reap(tags []inflight) {
 	w.inflight--
 	t := &tags[tag]
 	t.busy = false
+	if t.cutting {
+		w.cutReaped.Add(1)
+	}
 	if t.aim != nil {
 		t.aim.ended()
 	}

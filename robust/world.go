@@ -123,7 +123,11 @@ type world struct {
 	start       time.Time
 	// requests is stats.Requests for the other goroutines (logs, findings); the counts of
 	// crashes in stats are under hmu, as they are made on any goroutine.
-	requests atomic.Int64
+	requests  atomic.Int64
+	cutReaped atomic.Int64 // requests sent while cutting, finished
+	// cutting says a power loss waits at a failpoint for requests to finish: meanwhile the
+	// workload makes its writes durable, as only durable writes must survive the cut.
+	cutting atomic.Bool
 	// aim is the span a healing step held at a failpoint is about to work on (nil: none): while
 	// it is set, most requests go there, into the window between the step's decision and its
 	// lock, where races with the workload live.
@@ -150,12 +154,14 @@ func (a *aimAt) ended() {
 	}
 }
 
-// fpCrash cuts the power at the n-th hit of a failpoint.
+// fpCrash cuts the power at the n-th hit of a failpoint, once requests more have finished (while
+// the workload runs) or after delay (while it does not).
 type fpCrash struct {
-	name  string
-	n     atomic.Int32
-	delay time.Duration
-	fired atomic.Bool
+	name     string
+	n        atomic.Int32
+	delay    time.Duration
+	requests int64
+	fired    atomic.Bool
 }
 
 // Run runs the harness with cfg in dir (a directory for the FUSE mount) and returns what it
@@ -441,7 +447,7 @@ func (w *world) epoch() ending {
 	stop := make(chan struct{})
 	adminDone := make(chan struct{})
 	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
-	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal}[w.rng.IntN(4)]
+	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal, moodHeal}[w.rng.IntN(5)]
 	w.stats.Moods[m]++
 	go func() {
 		defer close(adminDone)
@@ -536,7 +542,7 @@ func (w *world) scan() ([]string, error) {
 // array (an operator's slip): it must refuse it and write nothing. It reports whether it found
 // a failure.
 func (w *world) checkAssembleRefusesWrongDisk(paths []string) bool {
-	if len(w.blank) == 0 || len(paths) == 0 {
+	if len(paths) == 0 {
 		return false
 	}
 	k := w.rng.IntN(len(paths))
@@ -605,7 +611,20 @@ func (w *world) diskStep(name string) (simdisk.Match, bool) {
 // that lands between what the step decided and the lock it takes next.
 func (w *world) failpoint(name string, at failpoint.Span) {
 	if fp := w.fpArm.Load(); fp != nil && fp.name == name && !fp.fired.Load() && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
-		time.Sleep(fp.delay)
+		if w.serving.Load() {
+			// Counted rather than timed, as the aimed requests are; bounded, as a request may wait
+			// for what the step holds. What a request finishing here was told must hold after
+			// the cut: an acknowledgement the step's record does not yet back is what to find.
+			w.cutting.Store(true)
+			from, limit := w.cutReaped.Load(), time.Now().Add(200*time.Millisecond)
+			for w.cutReaped.Load() < from+fp.requests && time.Now().Before(limit) {
+				time.Sleep(50 * time.Microsecond)
+			}
+			w.cutting.Store(false)
+			w.logf("%d of %d requests finished at failpoint %s", w.cutReaped.Load()-from, fp.requests, name)
+		} else {
+			time.Sleep(fp.delay)
+		}
 		w.cutAt(endPowerLoss, "at failpoint "+name, true)
 		return
 	}
