@@ -120,6 +120,11 @@ type Options struct {
 	Degraded bool
 	// Clock paces the TRIM engine (nil: the wall clock); tests inject a manual one.
 	Clock clock.Clock
+	// MapIdle is how long a region stays dirty after its last write (0: region.DefaultIdle,
+	// md's bitmap delay); the map's lazy work (cleans, trims, the sync checkpoint) reaches the
+	// disk every half of it. The robustness harness shortens it, so that its short epochs see
+	// checkpoints and trimmed regions reach the disk in the middle of a rebuild.
+	MapIdle time.Duration
 	// newIssuer, when set, makes the members' TRIM issuers instead of io_uring: a test hook.
 	newIssuer func(m *Member, dataOff int64, inflight int) (discard.Issuer, error)
 }

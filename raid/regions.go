@@ -33,13 +33,10 @@ const mapAreaOffset = SuperblockOffset + SuperblockSize
 // A region goes back to in sync once no write has ended in it for mapIdle (as md's default bitmap
 // delay): much shorter, and a region written every few seconds bounces between dirty and clean,
 // each bounce a metadata write that a write waits for; much longer, and more regions are resynced
-// after a crash. Lazy work (cleans, trims) reaches the disk every mapTick: it is not urgent, a
+// after a crash. Lazy work (cleans, trims) reaches the disk every half of it: it is not urgent, a
 // region dirty on disk costs only a resync after a crash, one not yet marked trimmed only a copy
 // in a rebuild.
-const (
-	mapIdle = region.DefaultIdle
-	mapTick = mapIdle / 2
-)
+const mapIdle = region.DefaultIdle
 
 // maxPendingTrims bounds the discards whose completion the map waits to hear of. A discard that
 // finds the list full is forgotten: its regions stay less trimmed than they could be.
@@ -74,8 +71,9 @@ type regions struct {
 	quit     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
-	start    time.Time // zero of the clock Clean is given
-	began    bool      // begin wrote the whole map: the array serves
+	start    time.Time     // zero of the clock Clean is given
+	idle     time.Duration // a region idle this long is clean again (Options.MapIdle)
+	began    bool          // begin wrote the whole map: the array serves
 
 	// flushMu serializes metadata writes (the map allows one in flight) between the flusher,
 	// begin and stop; it guards blocks and buf.
@@ -154,6 +152,10 @@ func newRegions(a *Array, m *region.Map) *regions {
 	g.cond.L = &g.mu
 	g.resync.Store(m.Resyncs() > 0)
 	g.start = time.Now()
+	g.idle = mapIdle
+	if a.opts.MapIdle > 0 {
+		g.idle = a.opts.MapIdle
+	}
 	go g.run()
 	return g
 }
@@ -168,10 +170,10 @@ func (g *regions) begin() error {
 }
 
 // run is the flusher: urgent metadata writes as soon as a write waits for one, lazy ones every
-// mapTick.
+// half of idle.
 func (g *regions) run() {
 	defer close(g.done)
-	tick := time.NewTicker(mapTick)
+	tick := time.NewTicker(g.idle / 2)
 	defer tick.Stop()
 	for {
 		select {
@@ -180,7 +182,7 @@ func (g *regions) run() {
 		case <-g.kick:
 			g.flushLogged(region.FlushUrgent)
 		case <-tick.C:
-			g.lazy(mapIdle)
+			g.lazy(g.idle)
 			g.flushLogged(region.FlushChanged)
 		}
 	}

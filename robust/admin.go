@@ -180,9 +180,23 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			w.swapBack(rng)
 		}
 	}
-	if st := w.a.Status("", 0); st.Regions != nil && st.Regions.NeedResync > 0 {
+	if st := w.a.Status("", 0); st.Regions != nil && st.Regions.NeedResync > 0 && rng.IntN(3) == 0 {
+		// Or cut the resync itself, once it has done some regions, or once the map has been
+		// written with what it did.
+		if rng.IntN(2) == 0 {
+			w.armPowerLoss(rng, raid.FailpointResyncRegion, 2+rng.IntN(4))
+		} else {
+			w.armPowerLoss(rng, "map-flush", 2+rng.IntN(2))
+		}
+	} else if st.Regions != nil && st.Regions.NeedResync > 0 {
 		// Before the resync has copied what the crash left different: the rebuild must leave
-		// to it the regions it did not copy whole (another mirror pair's).
+		// to it the regions it did not copy whole (another mirror pair's), and a fail must not
+		// take back what reads of those regions returned. A few requests first, reads among them.
+		for from, n := w.requests.Load(), int64(rng.IntN(40)); w.requests.Load() < from+n; {
+			if !pause() {
+				return
+			}
+		}
 		for _, i := range rng.Perm(len(st.Members)) {
 			if m := st.Members[i]; inService(m) && w.a.FailMember(m.Path) == nil {
 				w.stats.Fails++
@@ -199,7 +213,7 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 		}
 		leave(true)
 	}
-	armed := rng.IntN(3) != 0
+	armed := rng.IntN(2) == 0
 	for pause() {
 		switch p := rng.IntN(10); {
 		case p < 3 && !w.whole():
@@ -210,7 +224,10 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			w.refusedFails(rng) // while a member's copy is the last one, refused
 		case p == 6 && !armed:
 			armed = true
-			name := []string{raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, "disk-flush", "map-flush"}[rng.IntN(4)]
+			// A checkpoint that reaches the disk before what it covers is what a cut after it
+			// finds; the epoch's workload may not flush at all (see world.flushless).
+			name := []string{raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, raid.FailpointRebuildCursor,
+				raid.FailpointResyncRegion, "disk-flush", "map-flush"}[rng.IntN(6)]
 			w.armPowerLoss(rng, name, 1+rng.IntN(6))
 		}
 		w.recordMembers(w.a)

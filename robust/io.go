@@ -92,6 +92,9 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 	if len(w.fstrim) > 0 {
 		p = 0
 	}
+	if w.flushless && p >= 92 {
+		p = 10 // a read
+	}
 	switch {
 	case p < 2:
 		// A sweep, as fstrim sends: whole regions (the one a held step is about to work on,

@@ -152,7 +152,7 @@ func TestPlanted(t *testing.T) {
 			defer plant.Set("")
 			spent := 0
 			for seed := uint64(1); spent < budget; seed++ {
-				for _, l := range layouts[:2] {
+				for _, l := range layouts {
 					cfg := l.cfg
 					cfg.Seed, cfg.Ops = seed, 3000
 					f, st, err := Run(cfg, os.TempDir())

@@ -84,6 +84,10 @@ type world struct {
 	cfg Config
 	rng *rand.Rand
 	fs  *simdisk.Disks
+	// mapIdle is the region map's idle time: mostly far below the daemon's 5 s, so that an
+	// epoch of a second or two sees regions cleaned and trimmed, and sync checkpoints written,
+	// while a rebuild runs; now and then the daemon's own.
+	mapIdle time.Duration
 
 	disks    []string      // every disk's name
 	blank    []string      // disks never used by the array
@@ -107,9 +111,13 @@ type world struct {
 	// hot blocks and most writes are in live ones, most sweeps in free ones.
 	liveRegions, free []int
 	fstrim            []int // free regions the epoch's fstrim has yet to discard
-	blocks            int64
-	inflight          int
-	tags              []inflight
+	// flushless: the epoch's workload sends no flush (FUA writes still), as a system whose
+	// filesystem is between commits: what a sync job copied is durable only if the job made it
+	// so, which a flush from the workload would otherwise hide.
+	flushless bool
+	blocks    int64
+	inflight  int
+	tags      []inflight
 	// abandoned: requests hang; the run ends without closing the queue or the array.
 	abandoned bool
 
@@ -250,6 +258,7 @@ func (w *world) run() error {
 		w.disks = append(w.disks, n)
 		w.blank = append(w.blank, n)
 	}
+	w.mapIdle = []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, time.Second, 0}[w.rng.IntN(4)]
 	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "r", Level: w.cfg.Level, Layout: w.cfg.Layout, Chunk: w.cfg.Chunk,
 		Size: w.cfg.Size, Members: members})
 	if err != nil {
@@ -306,7 +315,7 @@ func (w *world) run() error {
 }
 
 func (w *world) options() raid.Options {
-	return raid.Options{Queues: 1, Depth: w.cfg.Depth, Degraded: true}
+	return raid.Options{Queues: 1, Depth: w.cfg.Depth, Degraded: true, MapIdle: w.mapIdle}
 }
 
 // serve starts serving a (assembled or new): the harness queue, the record, MarkDirty.
@@ -323,7 +332,7 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 	w.recordMu.Unlock()
 	w.a = a
 	st := a.Status("", 0)
-	w.logf("epoch %d serves %v; regions %+v", w.stats.Epochs, st.InService(), *st.Regions)
+	w.logf("epoch %d serves %v; regions %+v; map idle %v", w.stats.Epochs, st.InService(), *st.Regions, w.mapIdle)
 	a.OnMembershipChange(func() { w.recordMembers(a) })
 	w.recordMembers(a)
 	if err := a.MarkDirty(); err != nil {
@@ -448,6 +457,7 @@ func (w *world) epoch() ending {
 	adminDone := make(chan struct{})
 	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
 	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal, moodHeal}[w.rng.IntN(5)]
+	w.flushless = m == moodHeal && w.rng.IntN(2) == 0
 	w.stats.Moods[m]++
 	go func() {
 		defer close(adminDone)
