@@ -196,10 +196,31 @@ func (g *regions) flushLogged(mode region.FlushMode) {
 
 // lazy cleans regions idle for at least idle and marks trimmed the regions whose discards have
 // completed on every copy.
+//
+// A region is clean on disk only once what was written to it is durable on every copy: its writes
+// may still sit in the members' volatile caches, and a power loss that keeps one copy's and drops
+// the other's would leave copies that differ in a region no resync copies (md writes its bitmap
+// with a preflush for the same reason). So the members are flushed first, and then only regions
+// idle since before the flush are cleaned: a write that ends after it touches its region too
+// recently. A member whose flush fails is failed by the engine's error path soon enough; until
+// then nothing is cleaned.
 func (g *regions) lazy(idle time.Duration) {
 	g.mu.Lock()
+	dirty := g.m.Count(region.Dirty) > 0
+	g.mu.Unlock()
+	now := time.Since(g.start)
+	clean := true
+	if dirty && !plant.Is("clean") {
+		if err := g.a.Flush(); err != nil {
+			fmt.Fprintf(os.Stderr, "uraid: array %s: region map: no region cleaned: flush: %v\n", g.a.Name, err)
+			clean = false
+		}
+	}
+	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.m.Clean(time.Since(g.start), idle)
+	if clean {
+		g.m.Clean(now, idle)
+	}
 	g.pend.Poll(g.m, g.a.engine.Trimmed)
 	g.resync.Store(g.m.Resyncs() > 0)
 }

@@ -23,4 +23,6 @@
 //	          superblock's slot table or not (md's margin of one event)
 //	claim     a device added to a slot claims it in its superblock before the members' maps
 //	          carry its fill's checkpoint: cut between the two, it resumes another's
+//	clean     the map's lazy work cleans regions without flushing the members first: a region
+//	          is clean on disk while its last writes are still in volatile caches
 package plant
