@@ -180,7 +180,7 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			w.swapBack(rng)
 		}
 	}
-	if st := w.a.Status("", 0); st.Regions != nil && st.Regions.NeedResync > 0 && rng.IntN(3) == 0 {
+	if st := w.a.Status("", 0); st.Regions != nil && st.Regions.NeedResync > 0 && rng.IntN(4) == 0 {
 		// Or cut the resync itself, once it has done some regions, or once the map has been
 		// written with what it did.
 		if rng.IntN(2) == 0 {
@@ -191,8 +191,9 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 	} else if st.Regions != nil && st.Regions.NeedResync > 0 {
 		// Before the resync has copied what the crash left different: the rebuild must leave
 		// to it the regions it did not copy whole (another mirror pair's), and a fail must not
-		// take back what reads of those regions returned. A few requests first, reads among them.
-		for from, n := w.requests.Load(), int64(rng.IntN(40)); w.requests.Load() < from+n; {
+		// take back what reads of those regions returned. Half the time a few requests first,
+		// reads among them; the other half at once, before the resync has copied much.
+		for from, n := w.requests.Load(), int64(rng.IntN(2)*rng.IntN(40)); w.requests.Load() < from+n; {
 			if !pause() {
 				return
 			}

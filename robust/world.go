@@ -616,7 +616,7 @@ func (w *world) diskStep(name string) (simdisk.Match, bool) {
 // failpoint is the array's failpoint hook: a crash armed for this one, and otherwise now and then
 // a short pause, so that I/O gets into the windows between a step and the next.
 //
-// A step with a span (a rebuild's or resync's next region) is held one time in two for up to a
+// A step with a span (a rebuild's or resync's next region) is held three times in four for up to a
 // few milliseconds while the workload aims its requests at the span: a write, read or discard
 // that lands between what the step decided and the lock it takes next.
 func (w *world) failpoint(name string, at failpoint.Span) {
@@ -638,7 +638,7 @@ func (w *world) failpoint(name string, at failpoint.Span) {
 		w.cutAt(endPowerLoss, "at failpoint "+name, true)
 		return
 	}
-	if at.Len >= Block && w.serving.Load() && rand.IntN(2) == 0 {
+	if at.Len >= Block && w.serving.Load() && rand.IntN(4) != 0 {
 		// Held until a few requests sent there have finished, counted rather than timed: on a
 		// slow machine a fixed pause lets none through. Bounded: the workload may be between
 		// epochs, or a request may wait for what the step holds.
