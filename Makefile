@@ -16,8 +16,12 @@ build:
 	$(GO) build -o $(BUILD)/uraid ./cmd/uraid
 
 # bench/ is a module of its own (bench/go.mod), so that the product's go.mod holds only what the
-# product imports; ./... stops at its go.mod, so vet and test-unit go into it as well.
+# product imports; ./... stops at its go.mod, so vet and test-unit go into it as well. A module
+# whose go.mod or go.sum go mod tidy would change fails vet, so that neither list drifts from what
+# its code imports (a dependency left behind, or one used but marked indirect).
 vet:
+	@for d in $(CURDIR) $(CURDIR)/bench; do (cd $$d && $(GO) mod tidy -diff) || { \
+		echo "vet: the module in $$d is not tidy: run go mod tidy in $$d" >&2; exit 1; }; done
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
