@@ -15,8 +15,15 @@ all: build
 build:
 	$(GO) build -o $(BUILD)/uraid ./cmd/uraid
 
+# bench/ is a module of its own (bench/go.mod), so that the product's go.mod holds only what the
+# product imports; ./... stops at its go.mod, so vet and test-unit go into it as well. A module
+# whose go.mod or go.sum go mod tidy would change fails vet, so that neither list drifts from what
+# its code imports (a dependency left behind, or one used but marked indirect).
 vet:
+	@for d in $(CURDIR) $(CURDIR)/bench; do (cd $$d && $(GO) mod tidy -diff) || { \
+		echo "vet: the module in $$d is not tidy: run go mod tidy in $$d" >&2; exit 1; }; done
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 # Unit and property tests on the host, race detector on; then every in-process benchmark once, so
 # that none rots (their figures come from make bench).
@@ -27,6 +34,7 @@ export PROMTOOL
 
 test-unit: vet
 	URAID_VERIFY=1 $(GO) test -race -count=1 ./...
+	cd bench && URAID_VERIFY=1 $(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./raid/
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel, once on each of
@@ -95,12 +103,14 @@ test-planted:
 # ratios beside the committed ones and fails only if a scenario cannot run.
 BENCH_OUT := $(BUILD)/bench
 
+# bench/ is its own module, so its commands are built from inside it: abspath keeps the binaries in
+# BUILD when BUILD is given as a relative path.
 bench-build:
 	@mkdir -p $(BENCH_OUT)
 	$(GO) build -o $(BUILD)/uraid ./cmd/uraid
 	$(GO) build -o $(BUILD)/simssd ./cmd/simssd
-	$(GO) build -o $(BUILD)/benchrun ./bench/cmd/benchrun
-	$(GO) build -o $(BUILD)/benchreport ./bench/cmd/benchreport
+	cd bench && $(GO) build -o $(abspath $(BUILD))/benchrun ./cmd/benchrun
+	cd bench && $(GO) build -o $(abspath $(BUILD))/benchreport ./cmd/benchreport
 
 # Timings need the host to themselves: the runs refuse to start while another QEMU guest runs
 # (BENCH_ALLOW_BUSY=1 measures anyway, and then keeps figures the guest's own check finds disturbed).
@@ -137,7 +147,7 @@ UBLKBENCH_JSON ?= docs/bench/ublk.json
 .PHONY: bench-ublk
 bench-ublk: vm-setup
 	@mkdir -p $(UBLKBENCH)
-	$(GO) build -o $(UBLKBENCH)/ublkbench ./bench/cmd/ublkbench
+	cd bench && $(GO) build -o $(abspath $(UBLKBENCH))/ublkbench ./cmd/ublkbench
 	{ $(VM) run -m 3072 -t 1500 -- env UBLKBENCH=$(UBLKBENCH)/ublkbench bench/ublkbench/guest.sh brd \
 		$(UBLKBENCH_ARGS) -cpuprofile /tmp/ublkbench.prof; echo $$? >$(UBLKBENCH)/rc; } 2>&1 | tee $(UBLKBENCH)/bench.log
 	$(UBLKBENCH)/ublkbench report -log $(UBLKBENCH)/bench.log -out $(UBLKBENCH_JSON) -cpuprofile $(UBLKBENCH)/cpu.prof \

@@ -15,4 +15,9 @@
 // run as root on a kernel with ublk, md raid0 and raid10. A Runner is not
 // safe for concurrent use. The report half (Suite, Ratios, Compare) is pure
 // and is used on the host to turn the results into tables and plots.
+//
+// bench is a Go module of its own (bench/go.mod, uraid replaced by the tree
+// above it), so that the plotting libraries the report draws with stay out
+// of the product's go.mod; build and test it from bench/, as make
+// bench-build and make test-unit do.
 package bench

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"uraid/discard/simssd"
+	"uraid/simssd"
 )
 
 // The benchmarks run on simulated SSDs in real time, scaled down from the

@@ -11,8 +11,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"uraid/discard/simssd"
 	"uraid/internal/clock"
+	"uraid/simssd"
 )
 
 // The model test runs random interleavings of writes, reads, discards,

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/discard/simssd"
+	"uraid/simssd"
 )
 
 // TestE2EArrayExclusiveMember: a member named with --trim-exclusive trims one TRIM at a time,

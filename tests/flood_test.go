@@ -18,9 +18,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/discard"
-	"uraid/discard/simssd"
 	"uraid/internal/uapi"
 	"uraid/internal/uring"
+	"uraid/simssd"
 )
 
 // TestE2EDiscardFloodKeepsQueueServing: a flood of small discards that a slow member cannot keep

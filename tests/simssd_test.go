@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/discard/simssd"
-	"uraid/discard/simssd/simblk"
+	"uraid/simssd"
+	"uraid/simssd/simblk"
 	"uraid/ublk"
 )
 

@@ -22,8 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/daemon"
-	"uraid/discard/simssd"
 	"uraid/mapping"
+	"uraid/simssd"
 )
 
 // The sync suite proves through the kernel that a mirror's copies stay in step: after a killed

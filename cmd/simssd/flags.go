@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"uraid/discard/simssd"
-	"uraid/discard/simssd/simblk"
+	"uraid/simssd"
+	"uraid/simssd/simblk"
 	"uraid/ublk"
 )
 

@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"uraid/discard/simssd"
-	"uraid/discard/simssd/simblk"
+	"uraid/simssd"
+	"uraid/simssd/simblk"
 	"uraid/ublk"
 )
 

@@ -4,9 +4,9 @@
 // those of a reference run (make bench-quick against docs/bench/results.json).
 // With -in instead of -log it works from a results JSON alone, so the
 // tables and plots of a committed run can be drawn again without running
-// anything:
+// anything (from bench/, which is a module of its own):
 //
-//	go run ./bench/cmd/benchreport -in docs/bench/results.json -plots docs/img
+//	cd bench && go run ./cmd/benchreport -in ../docs/bench/results.json -plots ../docs/img
 package main
 
 import (

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/discard/simssd"
+	"uraid/simssd"
 	"uraid/ublk"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/discard/simssd"
+	"uraid/simssd"
 	"uraid/ublk"
 )
 
