@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/internal/uapi"
 	"uraid/mapping"
 	"uraid/ublk"
 )
@@ -37,13 +36,13 @@ func (r *Runner) minNativeReps() int { return r.scale(5, 3) }
 // uraid with them (what batching buys).
 func (r *Runner) nativeSystems(level mapping.Level) []System {
 	s := []System{mdSystem(level), uraidSystem(level, "sync")}
-	f, err := ublk.Features()
-	if err == nil && f&(uapi.UBLK_F_AUTO_BUF_REG|uapi.UBLK_F_SUPPORT_ZERO_COPY) != 0 {
+	f, err := ublk.KernelFeatures()
+	if err == nil && (f.Has(ublk.FeatureAutoBufReg) || f.Has(ublk.FeatureZeroCopy)) {
 		c := uraidSystem(level, "sync")
 		c.Name, c.ZeroCopy = "uraid-"+level.String()+"-copy", "off"
 		s = append(s, c)
 	}
-	if err == nil && f&uapi.UBLK_F_BATCH_IO != 0 {
+	if err == nil && f.Has(ublk.FeatureBatchIO) {
 		c := uraidSystem(level, "sync")
 		c.Name, c.BatchIO = "uraid-"+level.String()+"-batch", "auto"
 		s = append(s, c)

@@ -310,13 +310,12 @@ func deviceOptions(o raid.Options) (ublk.Options, error) {
 		return ublk.Options{}, fmt.Errorf("%s: %w", BatchIOEnv, err)
 	}
 	uo := ublk.Options{Queues: o.Queues, Depth: o.Depth, ZeroCopy: zc, BatchIO: bio}
-	bits, err := ublk.Features()
+	feat, err := ublk.KernelFeatures()
 	if err != nil {
 		return uo, err
 	}
-	feat := ublk.Flags(bits)
-	uo.UserRecovery = feat.UserRecovery()
-	uo.ReissueOnRecovery = feat.Reissue() && os.Getenv(envNoReissue) != "1"
+	uo.UserRecovery = feat.Has(ublk.FeatureUserRecovery)
+	uo.ReissueOnRecovery = feat.Has(ublk.FeatureUserRecovery|ublk.FeatureReissue) && os.Getenv(envNoReissue) != "1"
 	return uo, nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/internal/uapi"
+	"uraid/ublk"
 )
 
 // wantBatchIO says whether a server asked for batch I/O b ("off" or "auto",
@@ -23,7 +23,7 @@ func wantBatchIO(t *testing.T, b string) (on bool, why string) {
 	switch {
 	case b == "off":
 		return false, "off (the default"
-	case have&uapi.UBLK_F_BATCH_IO == 0:
+	case !have.Has(ublk.FeatureBatchIO):
 		return false, "lacks UBLK_F_BATCH_IO"
 	}
 	return true, ""
@@ -80,7 +80,7 @@ func TestE2EUblkBatchIOFioVerify(t *testing.T) {
 // whatever it was asked for, and prepares its tags anew: I/O after the
 // takeover verifies.
 func TestE2EUblkRecoveryKeepsBatchIO(t *testing.T) {
-	needFeature(t, uapi.UBLK_F_USER_RECOVERY|uapi.UBLK_F_BATCH_IO)
+	needFeature(t, ublk.FeatureUserRecovery|ublk.FeatureBatchIO)
 	backing := backingFile(t)
 	first := startUblkServer(t, backing, "-recovery", "-batchio", "auto")
 	require.True(t, first.BatchIO.On)

@@ -15,13 +15,13 @@ import (
 
 // kernelFeatures is what the running ublk driver answers to GET_FEATURES,
 // asked once.
-var kernelFeatures = sync.OnceValues(ublk.Features)
+var kernelFeatures = sync.OnceValues(ublk.KernelFeatures)
 
 // expectedFeatures is what GET_FEATURES answers on each kernel series the
 // guest can boot (tests/vm/vm KERNEL=...), as measured there. A kernel that
 // reports fewer bits has lost a feature; one that reports more has features
 // to name (internal/uapi) and to think about.
-var expectedFeatures = map[string]uint64{
+var expectedFeatures = map[string]ublk.Features{
 	"6.12": 0x1fe,
 	"7.2":  0xfffff,
 	"7.3":  0x1fffff,
@@ -33,7 +33,7 @@ var expectedFeatures = map[string]uint64{
 // are the ones it is known to lack. When the driver has the feature, t runs,
 // a failure from there on is the feature not working, and t may no longer
 // skip: a skip after needFeature fails it.
-func needFeature(t testing.TB, feature uint64) {
+func needFeature(t testing.TB, feature ublk.Features) {
 	t.Helper()
 	if feature == 0 {
 		t.Fatal("needFeature: no feature bit given")
@@ -49,17 +49,17 @@ func needFeature(t testing.TB, feature uint64) {
 	t.Cleanup(func() {
 		if t.Skipped() {
 			t.Errorf("skipped although the kernel has %s: a test that needFeature let through must run",
-				strings.Join(ublk.FeatureNames(feature), ", "))
+				strings.Join(feature.Names(), ", "))
 		}
 	})
 }
 
 // lacksFeature says why a test of feature cannot run on kernel release,
 // whose driver reports have, or returns "" when it can.
-func lacksFeature(have, feature uint64, release string) string {
+func lacksFeature(have, feature ublk.Features, release string) string {
 	if missing := feature &^ have; missing != 0 {
 		return fmt.Sprintf("Linux %s lacks %s (GET_FEATURES 0x%x)", release,
-			strings.Join(ublk.FeatureNames(missing), ", "), have)
+			strings.Join(missing.Names(), ", "), uint64(have))
 	}
 	return ""
 }
@@ -77,7 +77,7 @@ func TestLacksFeature(t *testing.T) {
 	const recovery, failIO = uapi.UBLK_F_USER_RECOVERY, uapi.UBLK_F_USER_RECOVERY_FAIL_IO
 	tests := []struct {
 		name          string
-		have, feature uint64
+		have, feature ublk.Features
 		want          string
 	}{
 		{"present", 0x1fe, recovery, ""},
@@ -90,7 +90,7 @@ func TestLacksFeature(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := lacksFeature(tt.have, tt.feature, "6.12.117"); got != tt.want {
-				t.Errorf("lacksFeature(%#x, %#x) = %q, want %q", tt.have, tt.feature, got, tt.want)
+				t.Errorf("lacksFeature(%#x, %#x) = %q, want %q", uint64(tt.have), uint64(tt.feature), got, tt.want)
 			}
 		})
 	}

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"uraid/ublk"
 )
 
 // mustRunE2E reports whether a test that cannot run must fail rather than skip.
@@ -62,15 +60,15 @@ func TestE2EGuestKernel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ublk GET_FEATURES: %v", err)
 	}
-	t.Logf("Linux %s, ublk GET_FEATURES 0x%x: %s", release, have, strings.Join(ublk.FeatureNames(have), " "))
+	t.Logf("Linux %s, ublk GET_FEATURES 0x%x: %s", release, uint64(have), strings.Join(have.Names(), " "))
 	want, known := expectedFeatures[series]
 	if !known {
-		t.Logf("no GET_FEATURES recorded for Linux %s: once its features are looked at, add 0x%x to expectedFeatures", series, have)
+		t.Logf("no GET_FEATURES recorded for Linux %s: once its features are looked at, add 0x%x to expectedFeatures", series, uint64(have))
 		return
 	}
 	if have != want {
-		t.Errorf("Linux %s reports GET_FEATURES 0x%x, recorded 0x%x: lost [%s], gained [%s]", release, have, want,
-			strings.Join(ublk.FeatureNames(want&^have), " "), strings.Join(ublk.FeatureNames(have&^want), " "))
+		t.Errorf("Linux %s reports GET_FEATURES 0x%x, recorded 0x%x: lost [%s], gained [%s]", release, uint64(have), uint64(want),
+			strings.Join((want&^have).Names(), " "), strings.Join((have&^want).Names(), " "))
 	}
 }
 

@@ -71,7 +71,7 @@ func (t *memTarget) work() {
 // idempotent stop.
 func TestE2EUblkDeviceLifecycle(t *testing.T) {
 	needGuest(t)
-	feat, err := ublk.Features()
+	feat, err := ublk.KernelFeatures()
 	require.NoError(t, err)
 	assert.NotZero(t, feat, "GET_FEATURES")
 

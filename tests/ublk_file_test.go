@@ -22,7 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/internal/uapi"
 	"uraid/ublk"
 )
 
@@ -416,7 +415,7 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 // zero-copy mode: the new server's ring has none of the dead one's buffer
 // registrations.
 func TestE2EUblkUserRecovery(t *testing.T) {
-	needFeature(t, uapi.UBLK_F_USER_RECOVERY)
+	needFeature(t, ublk.FeatureUserRecovery)
 	for _, zc := range zeroCopyModes {
 		t.Run(zc, func(t *testing.T) { userRecovery(t, zc) })
 	}

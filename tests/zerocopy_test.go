@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/daemon"
-	"uraid/internal/uapi"
 	"uraid/ublk"
 )
 
@@ -26,7 +25,7 @@ func wantZeroCopy(t *testing.T, zc string) (mode, why string) {
 	t.Helper()
 	have, err := kernelFeatures()
 	require.NoError(t, err)
-	auto, reg := have&uapi.UBLK_F_AUTO_BUF_REG != 0, have&uapi.UBLK_F_SUPPORT_ZERO_COPY != 0
+	auto, reg := have.Has(ublk.FeatureAutoBufReg), have.Has(ublk.FeatureZeroCopy)
 	switch {
 	case zc == "off":
 		return "copy", "turned off"
@@ -80,7 +79,7 @@ func fioVerify(t *testing.T, path, size string) {
 // On a kernel with automatic buffer registration the file target runs
 // without a copy by default.
 func TestE2EZeroCopyIsDefault(t *testing.T) {
-	needFeature(t, uapi.UBLK_F_AUTO_BUF_REG)
+	needFeature(t, ublk.FeatureAutoBufReg)
 	srv := startUblkServer(t, backingFile(t))
 	assert.True(t, srv.ZeroCopy.On)
 	assert.Equal(t, "auto-buf-reg", srv.ZeroCopy.Mode)
@@ -194,7 +193,7 @@ func TestE2EArrayZeroCopyFioVerify(t *testing.T) {
 // A recovering server serves the device in the mode it was created with,
 // whatever it was asked for.
 func TestE2EUblkRecoveryKeepsMode(t *testing.T) {
-	needFeature(t, uapi.UBLK_F_USER_RECOVERY|uapi.UBLK_F_AUTO_BUF_REG)
+	needFeature(t, ublk.FeatureUserRecovery|ublk.FeatureAutoBufReg)
 	backing := backingFile(t)
 	first := startUblkServer(t, backing, "-recovery", "-zerocopy", "auto")
 	require.True(t, first.ZeroCopy.On)

@@ -68,11 +68,11 @@ type BatchIOStatus struct {
 }
 
 // chooseBatch decides batch I/O for a new device; reason explains no.
-func chooseBatch(want BatchIO, features uint64, kernel string) (bool, string) {
+func chooseBatch(want BatchIO, features Features, kernel string) (bool, string) {
 	switch {
 	case want == BatchIOOff:
 		return false, "off (the default; batch I/O auto uses it where the kernel has it)"
-	case features&uapi.UBLK_F_BATCH_IO == 0:
+	case !features.Has(FeatureBatchIO):
 		return false, fmt.Sprintf("kernel %s lacks UBLK_F_BATCH_IO (Linux 6.19)", kernel)
 	}
 	return true, ""

@@ -228,12 +228,12 @@ func (c *control) getDevInfo(id uint32) (uapi.CtrlDevInfo, error) {
 	return *info, err
 }
 
-func (c *control) getFeatures() (uint64, error) {
+func (c *control) getFeatures() (Features, error) {
 	feat := new(uint64)
 	err := c.do(uapi.UBLK_U_CMD_GET_FEATURES, uapi.CtrlCmd{
 		DevID: autoID, QueueID: anyQueue, Len: uapi.UBLK_FEATURES_LEN,
 	}, unsafe.Pointer(feat))
-	return *feat, err
+	return Features(*feat), err
 }
 
 func (c *control) startUserRecovery(id uint32) error {

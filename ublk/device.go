@@ -195,7 +195,7 @@ func (d *Device) start(ctx context.Context) error {
 	// A kernel without GET_FEATURES (before 6.5) has no zero copy either.
 	features, _ := ctrl.getFeatures()
 	d.mode, d.zcWhy = chooseMode(d.opts.ZeroCopy, d.target, features, kernelRelease())
-	info.Flags |= modeFlags(d.mode, features)
+	info.Flags |= uint64(modeFlags(d.mode, features))
 	d.batch, d.batchWhy = chooseBatch(d.opts.BatchIO, features, kernelRelease())
 	if d.batch {
 		info.Flags |= uapi.UBLK_F_BATCH_IO
@@ -270,7 +270,7 @@ func (d *Device) startRecovery(ctx context.Context) error {
 	d.mode = flagsMode(ki.Flags)
 	if d.mode.zeroCopy() {
 		// The option does not matter here, only whether the target can.
-		if m, why := chooseMode(ZeroCopyAuto, d.target, ki.Flags, kernelRelease()); m == modeCopy {
+		if m, why := chooseMode(ZeroCopyAuto, d.target, Features(ki.Flags), kernelRelease()); m == modeCopy {
 			return fmt.Errorf("ublk recover dev %d: it was created for zero copy (%s), which this server cannot serve: %s", id, d.mode, why)
 		}
 	} else {

@@ -3,14 +3,42 @@ package ublk
 import (
 	"math/bits"
 	"strconv"
+	"strings"
 
 	"uraid/internal/uapi"
 )
 
-// Features returns the UBLK_F_* bits the running driver supports, as
+// Features is a set of UBLK_F_* bits: those a driver supports, as
+// KernelFeatures reports them, or those asked of it for a device.
+type Features uint64
+
+// The features this package serves with or looks for; String names the
+// others too.
+const (
+	// FeatureZeroCopy: the server registers a request's buffer in its
+	// io_uring itself (UBLK_U_IO_REGISTER_IO_BUF), Linux 6.15.
+	FeatureZeroCopy Features = uapi.UBLK_F_SUPPORT_ZERO_COPY
+	// FeatureUserRecovery: the device outlives its server, quiesced,
+	// until a new one takes it over.
+	FeatureUserRecovery Features = uapi.UBLK_F_USER_RECOVERY
+	// FeatureReissue: with user recovery, the requests the dead server
+	// held go to the next one instead of failing.
+	FeatureReissue Features = uapi.UBLK_F_USER_RECOVERY_REISSUE
+	// FeatureAutoBufReg: the driver registers each request's buffer in
+	// the server's io_uring before delivering it, Linux 6.16.
+	FeatureAutoBufReg Features = uapi.UBLK_F_AUTO_BUF_REG
+	// FeatureBatchIO: many requests per command (UBLK_U_IO_PREP/COMMIT/
+	// FETCH_IO_CMDS), Linux 6.19.
+	FeatureBatchIO Features = uapi.UBLK_F_BATCH_IO
+	// FeatureSafeStop: the driver refuses, itself, to stop a device that
+	// is open (UBLK_U_CMD_TRY_STOP_DEV).
+	FeatureSafeStop Features = uapi.UBLK_F_SAFE_STOP_DEV
+)
+
+// KernelFeatures returns the features the running driver supports, as
 // UBLK_U_CMD_GET_FEATURES reports them: 0x1FE on 6.12, more on later
-// kernels (FeatureNames names them).
-func Features() (uint64, error) {
+// kernels.
+func KernelFeatures() (Features, error) {
 	c, err := openControl()
 	if err != nil {
 		return 0, err
@@ -19,10 +47,34 @@ func Features() (uint64, error) {
 	return c.getFeatures()
 }
 
+// Has reports whether f has every feature of want.
+func (f Features) Has(want Features) bool { return f&want == want }
+
+// Names returns the kernel's names of the bits set in f, lowest first, and
+// "bit N" for a bit newer than this package.
+func (f Features) Names() []string {
+	var names []string
+	for f != 0 {
+		bit := f & -f
+		names = append(names, featureName(bit))
+		f &^= bit
+	}
+	return names
+}
+
+// String joins Names with "|", or is "0" for no feature. Being a
+// Stringer, f prints as this even under %x: print uint64(f) for the bits.
+func (f Features) String() string {
+	if f == 0 {
+		return "0"
+	}
+	return strings.Join(f.Names(), "|")
+}
+
 // featureNames are the kernel's names of the UBLK_F_* bits
 // (include/uapi/linux/ublk_cmd.h).
 var featureNames = []struct {
-	bit  uint64
+	bit  Features
 	name string
 }{
 	{uapi.UBLK_F_SUPPORT_ZERO_COPY, "UBLK_F_SUPPORT_ZERO_COPY"},
@@ -48,25 +100,12 @@ var featureNames = []struct {
 	{uapi.UBLK_F_IO_DESC_SIZE, "UBLK_F_IO_DESC_SIZE"},
 }
 
-// FeatureName returns the kernel's name of one UBLK_F_* bit, or "bit N"
-// for a bit newer than this package.
-func FeatureName(bit uint64) string {
+// featureName returns the kernel's name of one UBLK_F_* bit, or "bit N".
+func featureName(bit Features) string {
 	for _, f := range featureNames {
 		if f.bit == bit {
 			return f.name
 		}
 	}
-	return "bit " + strconv.Itoa(bits.TrailingZeros64(bit))
-}
-
-// FeatureNames returns the names of the bits set in f, lowest first, as
-// FeatureName gives them.
-func FeatureNames(f uint64) []string {
-	var names []string
-	for f != 0 {
-		bit := f & -f
-		names = append(names, FeatureName(bit))
-		f &^= bit
-	}
-	return names
+	return "bit " + strconv.Itoa(bits.TrailingZeros64(uint64(bit)))
 }

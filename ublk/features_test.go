@@ -18,7 +18,7 @@ import (
 func TestFeatureNames(t *testing.T) {
 	tests := []struct {
 		name string
-		in   uint64
+		in   Features
 		want []string
 	}{
 		{"none", 0, nil},
@@ -38,9 +38,22 @@ func TestFeatureNames(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, FeatureNames(tt.in))
+			assert.Equal(t, tt.want, tt.in.Names())
 		})
 	}
+}
+
+func TestFeaturesHas(t *testing.T) {
+	const k612 Features = 0x1fe
+	assert.True(t, k612.Has(FeatureUserRecovery|FeatureReissue))
+	assert.False(t, k612.Has(FeatureUserRecovery|FeatureAutoBufReg), "one of two is not both")
+	assert.False(t, k612.Has(FeatureZeroCopy))
+	assert.True(t, k612.Has(0))
+}
+
+func TestFeaturesString(t *testing.T) {
+	assert.Equal(t, "0", Features(0).String())
+	assert.Equal(t, "UBLK_F_SUPPORT_ZERO_COPY|UBLK_F_AUTO_BUF_REG|bit 63", (FeatureZeroCopy | FeatureAutoBufReg | 1<<63).String())
 }
 
 // TestFeatureNamesAreTheUAPINames checks the name table against the
@@ -75,9 +88,9 @@ func TestFeatureNamesAreTheUAPINames(t *testing.T) {
 	for _, f := range featureNames {
 		v, ok := want[f.name]
 		if assert.True(t, ok, "%s is not a constant of internal/uapi", f.name) {
-			assert.Equal(t, v, f.bit, "%s: the table has %#x, uapi %#x", f.name, f.bit, v)
+			assert.Equal(t, v, uint64(f.bit), "%s: the table has %#x, uapi %#x", f.name, uint64(f.bit), v)
 		}
-		assert.Equal(t, f.name, FeatureName(f.bit))
+		assert.Equal(t, f.name, featureName(f.bit))
 	}
 }
 

@@ -59,7 +59,7 @@ func newHarness(t Target, depth, maxIOBytes int, zeroCopy bool) (*Harness, error
 	q.iods = make([]uapi.IODesc, o.Depth)
 	h.q = q
 	if zeroCopy {
-		q.mode, _ = chooseMode(ZeroCopyAuto, t, uapi.UBLK_F_AUTO_BUF_REG, "harness")
+		q.mode, _ = chooseMode(ZeroCopyAuto, t, FeatureAutoBufReg, "harness")
 	}
 	if err := q.openBuffers(o.MaxIOBytes); err != nil {
 		q.close()

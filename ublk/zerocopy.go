@@ -101,7 +101,7 @@ type ZeroCopyStatus struct {
 
 // chooseMode picks the data mode for a new device from the option, the
 // target and the kernel's features; reason explains a copy.
-func chooseMode(want ZeroCopy, t Target, features uint64, kernel string) (m dataMode, reason string) {
+func chooseMode(want ZeroCopy, t Target, features Features, kernel string) (m dataMode, reason string) {
 	if want == ZeroCopyOff {
 		return modeCopy, "turned off (zero copy mode off)"
 	}
@@ -111,7 +111,7 @@ func chooseMode(want ZeroCopy, t Target, features uint64, kernel string) (m data
 	if bt, ok := t.(ByteTarget); ok && bt.NeedsBytes() {
 		return modeCopy, fmt.Sprintf("the target (%T) reads or writes the request's bytes itself", t)
 	}
-	auto, reg := features&uapi.UBLK_F_AUTO_BUF_REG != 0, features&uapi.UBLK_F_SUPPORT_ZERO_COPY != 0
+	auto, reg := features.Has(FeatureAutoBufReg), features.Has(FeatureZeroCopy)
 	switch {
 	case want == ZeroCopyRegister && reg:
 		return modeRegister, ""
@@ -128,12 +128,12 @@ func chooseMode(want ZeroCopy, t Target, features uint64, kernel string) (m data
 // modeFlags are the ADD_DEV flags a mode needs. Automatic registration
 // also asks for explicit registration where the kernel has it, which is
 // how a request the driver could not register is still served.
-func modeFlags(m dataMode, features uint64) uint64 {
+func modeFlags(m dataMode, features Features) Features {
 	switch m {
 	case modeAutoReg:
-		return uapi.UBLK_F_AUTO_BUF_REG | features&uapi.UBLK_F_SUPPORT_ZERO_COPY
+		return FeatureAutoBufReg | features&FeatureZeroCopy
 	case modeRegister:
-		return uapi.UBLK_F_SUPPORT_ZERO_COPY
+		return FeatureZeroCopy
 	}
 	return 0
 }

@@ -24,10 +24,10 @@ func TestChooseMode(t *testing.T) {
 		name     string
 		want     ZeroCopy
 		t        Target
-		features uint64
+		features Features
 		mode     dataMode
 		reason   string
-		flags    uint64
+		flags    Features
 	}{
 		{"7.3 auto", ZeroCopyAuto, ring, k73, modeAutoReg, "", uapi.UBLK_F_AUTO_BUF_REG | uapi.UBLK_F_SUPPORT_ZERO_COPY},
 		{"auto without explicit registration", ZeroCopyAuto, ring, auto, modeAutoReg, "", uapi.UBLK_F_AUTO_BUF_REG},
@@ -51,7 +51,7 @@ func TestChooseMode(t *testing.T) {
 			assert.Equal(t, tt.flags, modeFlags(m, tt.features))
 			// A device created with these flags is recovered in the
 			// same mode.
-			assert.Equal(t, m, flagsMode(modeFlags(m, tt.features)|uapi.UBLK_F_USER_RECOVERY))
+			assert.Equal(t, m, flagsMode(uint64(modeFlags(m, tt.features)|FeatureUserRecovery)))
 		})
 	}
 }
