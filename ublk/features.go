@@ -71,6 +71,22 @@ func (f Features) String() string {
 	return strings.Join(f.Names(), "|")
 }
 
+// Flags are the features a device has: those asked of the driver that it
+// supports, plus those it forces on (ctrl_dev_info.flags).
+type Flags Features
+
+// UserRecovery reports whether the device outlives its server (quiesced,
+// waiting for a new one) rather than being removed with it.
+func (f Flags) UserRecovery() bool { return Features(f).Has(FeatureUserRecovery) }
+
+// Reissue reports whether requests the server held when it died go to
+// the next server (UBLK_F_USER_RECOVERY_REISSUE) rather than failing.
+func (f Flags) Reissue() bool { return Features(f).Has(FeatureUserRecovery | FeatureReissue) }
+
+// SafeStop reports whether the driver refuses, itself, to stop the device
+// while it is open (UBLK_F_SAFE_STOP_DEV).
+func (f Flags) SafeStop() bool { return Features(f).Has(FeatureSafeStop) }
+
 // featureNames are the kernel's names of the UBLK_F_* bits
 // (include/uapi/linux/ublk_cmd.h).
 var featureNames = []struct {

@@ -56,6 +56,24 @@ func TestFeaturesString(t *testing.T) {
 	assert.Equal(t, "UBLK_F_SUPPORT_ZERO_COPY|UBLK_F_AUTO_BUF_REG|bit 63", (FeatureZeroCopy | FeatureAutoBufReg | 1<<63).String())
 }
 
+// TestFlags: reissue means nothing without user recovery.
+func TestFlags(t *testing.T) {
+	for _, tt := range []struct {
+		f                           Flags
+		recovery, reissue, safeStop bool
+	}{
+		{0, false, false, false},
+		{Flags(FeatureUserRecovery), true, false, false},
+		{Flags(FeatureReissue), false, false, false},
+		{Flags(FeatureUserRecovery | FeatureReissue), true, true, false},
+		{Flags(FeatureSafeStop), false, false, true},
+	} {
+		assert.Equal(t, tt.recovery, tt.f.UserRecovery(), "%#x", uint64(tt.f))
+		assert.Equal(t, tt.reissue, tt.f.Reissue(), "%#x", uint64(tt.f))
+		assert.Equal(t, tt.safeStop, tt.f.SafeStop(), "%#x", uint64(tt.f))
+	}
+}
+
 // TestFeatureNamesAreTheUAPINames checks the name table against the
 // UBLK_F_* constants of internal/uapi, whose values the C cross-check there
 // compares with the kernel headers: every constant is named, by its own

@@ -29,23 +29,6 @@ type DeviceInfo struct {
 	Flags Flags
 }
 
-// Flags are a device's UBLK_F_* feature bits.
-type Flags uint64
-
-// UserRecovery reports whether the device outlives its server (quiesced,
-// waiting for a new one) rather than being removed with it.
-func (f Flags) UserRecovery() bool { return f&uapi.UBLK_F_USER_RECOVERY != 0 }
-
-// Reissue reports whether requests the server held when it died go to
-// the next server (UBLK_F_USER_RECOVERY_REISSUE) rather than failing.
-func (f Flags) Reissue() bool {
-	return f.UserRecovery() && f&uapi.UBLK_F_USER_RECOVERY_REISSUE != 0
-}
-
-// SafeStop reports whether the driver refuses, itself, to stop the device
-// while it is open (UBLK_F_SAFE_STOP_DEV).
-func (f Flags) SafeStop() bool { return f&uapi.UBLK_F_SAFE_STOP_DEV != 0 }
-
 // Info asks the kernel about device id.
 func Info(id uint32) (DeviceInfo, error) {
 	c, err := openControl()
