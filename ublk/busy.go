@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"uraid/internal/uapi"
 )
 
 // A block device is "open" when anything would lose its data or its handle if the device went:
@@ -272,9 +270,9 @@ func processName(pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// stopUnused stops device id (STOP_DEV: the disk goes) only if nothing has it open. flags are the
-// device's UBLK_F_* flags. The caller's queues, if any, must still be serving.
-func stopUnused(c *control, id uint32, flags uint64) error {
+// stopUnused stops device id (STOP_DEV: the disk goes) only if nothing has it open. The caller's
+// queues, if any, must still be serving.
+func stopUnused(c *control, id uint32, flags Flags) error {
 	path := blockPath(id)
 	claim, err := claimUnused(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENXIO) {
@@ -286,7 +284,7 @@ func stopUnused(c *control, id uint32, flags uint64) error {
 	if err != nil {
 		return err
 	}
-	if flags&uapi.UBLK_F_SAFE_STOP_DEV != 0 {
+	if flags.SafeStop() {
 		// The kernel counts openers under the disk's open mutex, which closes the window
 		// between our look and the stop. Our own claim would count: let it go first.
 		claim.Close()

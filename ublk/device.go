@@ -391,7 +391,7 @@ func (d *Device) StopUnused() error {
 	}
 	if d.live {
 		d.endDrainLocked()
-		if err := stopUnused(d.ctrl, d.id, d.flags); err != nil {
+		if err := stopUnused(d.ctrl, d.id, Flags(d.flags)); err != nil {
 			if errors.Is(err, ErrBusy) {
 				return fmt.Errorf("ublk dev %d: %w", d.id, err)
 			}

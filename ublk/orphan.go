@@ -96,7 +96,7 @@ func removeOrphan(c *control, id uint32) error {
 	if ki.State != uapi.UBLK_S_DEV_DEAD {
 		// A quiesced device (user recovery) or one whose stop never
 		// ran still has a disk: remove it first, unless it is in use.
-		if err := stopUnused(c, id, ki.Flags); err != nil {
+		if err := stopUnused(c, id, Flags(ki.Flags)); err != nil {
 			return fmt.Errorf("ublk dev %d: %w", id, err)
 		}
 	}
