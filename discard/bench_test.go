@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"uraid/internal/discardtest"
 	"uraid/simssd"
 )
 
@@ -33,7 +34,7 @@ type chanWaiter chan struct{}
 func (c chanWaiter) Resume() { c <- struct{}{} }
 
 // sim is a simulated drive as a member's Issuer.
-func sim(d *simssd.Device) Issuer { return Blocking(d.Discard, nil) }
+func sim(d *simssd.Device) Issuer { return discardtest.Blocking(d.Discard, nil) }
 
 // chanDone is a Completer that reports on a channel.
 type chanDone chan error

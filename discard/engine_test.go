@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/clock"
+	"uraid/internal/discardtest"
 )
 
 func TestFanOutIsConcurrent(t *testing.T) {
@@ -216,7 +217,7 @@ func TestReadWaitsForQueuedAndInFlight(t *testing.T) {
 	f := newDrive(nil, true)
 	clk := clock.NewManual(time.Unix(0, 0))
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
-		{Issuer: Blocking(f.trim, clk), YieldToIO: true, MaxDefer: time.Hour},
+		{Issuer: discardtest.Blocking(f.trim, clk), YieldToIO: true, MaxDefer: time.Hour},
 		{Issuer: newDrive(clk, false).issuer()},
 	}})
 	// A write in progress holds TRIMs back, yet a read waiting for one
@@ -263,7 +264,7 @@ func TestYieldToIO(t *testing.T) {
 	clk := clock.NewManual(time.Unix(0, 0))
 	f := newDrive(clk, true)
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
-		{Issuer: Blocking(f.trim, clk), YieldToIO: true, MaxDefer: maxDefer}}})
+		{Issuer: discardtest.Blocking(f.trim, clk), YieldToIO: true, MaxDefer: maxDefer}}})
 	r, wk := newRead(Range{Off: 1 << 20, Len: 4096})
 	read(t, e, r, wk, 0)
 	discard(e, Range{Off: 0, Len: 4096})
@@ -293,7 +294,7 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 	const gap = 200 * time.Millisecond
 	clk := clock.NewManual(time.Unix(0, 0))
 	f := newDrive(clk, true)
-	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{{Issuer: Blocking(f.trim, clk), MinGap: gap}}})
+	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{{Issuer: discardtest.Blocking(f.trim, clk), MinGap: gap}}})
 	discard(e, Range{Off: 0, Len: 4096})
 	f.next(t)
 	f.release(t)
@@ -460,10 +461,10 @@ func TestBeginReadSteers(t *testing.T) {
 	f0, f1, f2 := held(), held(), held()
 	idle := func() Issuer { return newDrive(clk, false).issuer() }
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
-		{Issuer: Blocking(f0.trim, clk), YieldToIO: true},                      // TRIM in flight, stalls reads
-		{Issuer: Blocking(f1.trim, clk), YieldToIO: true, MaxDefer: time.Hour}, // TRIM queued, held back by I/O
-		{Issuer: Blocking(f2.trim, clk)},                                       // TRIM in flight, does not stall reads
-		{Issuer: idle()}, {Issuer: idle()},                                     // idle
+		{Issuer: discardtest.Blocking(f0.trim, clk), YieldToIO: true},                      // TRIM in flight, stalls reads
+		{Issuer: discardtest.Blocking(f1.trim, clk), YieldToIO: true, MaxDefer: time.Hour}, // TRIM queued, held back by I/O
+		{Issuer: discardtest.Blocking(f2.trim, clk)},                                       // TRIM in flight, does not stall reads
+		{Issuer: idle()}, {Issuer: idle()}, // idle
 		{Issuer: idle(), MinGap: 2 * time.Second}, // TRIM queued behind the gap, does not stall reads
 		{Issuer: idle()}, // failed
 	}})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/clock"
+	"uraid/internal/discardtest"
 )
 
 // Test doubles for the engine's callers and members. Nothing here waits for
@@ -20,7 +21,7 @@ import (
 const hang = 30 * time.Second
 
 // fakeDrive records TRIMs and can hold each one until released, so tests
-// decide exactly what is in flight. Its TRIMs run through Blocking.
+// decide exactly what is in flight. Its TRIMs run through discardtest.Blocking.
 type fakeDrive struct {
 	clk clock.Clock
 
@@ -66,7 +67,7 @@ func (f *fakeDrive) trim(off, n int64) error {
 }
 
 // issuer is the drive as a member's Issuer.
-func (f *fakeDrive) issuer() Issuer { return Blocking(f.trim, f.clk) }
+func (f *fakeDrive) issuer() Issuer { return discardtest.Blocking(f.trim, f.clk) }
 
 func (f *fakeDrive) Calls() [][2]int64 {
 	f.mu.Lock()

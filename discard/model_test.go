@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"uraid/internal/clock"
+	"uraid/internal/discardtest"
 	"uraid/simssd"
 )
 
@@ -321,7 +322,7 @@ func TestEngineModel(t *testing.T) {
 			r.requested = append(r.requested, make([]bool, memberUnits))
 			y := yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")}
 			members = append(members, Member{
-				Issuer:      Blocking(y.trim, clk),
+				Issuer:      discardtest.Blocking(y.trim, clk),
 				InFlight:    rapid.IntRange(1, 3).Draw(t, "inflight"),
 				MaxLen:      int64(rapid.IntRange(0, 3).Draw(t, "maxlen")) * unit,
 				Granularity: unit,

@@ -16,6 +16,7 @@ import (
 
 	"uraid/discard"
 	"uraid/internal/clock"
+	"uraid/internal/discardtest"
 	"uraid/mapping"
 	"uraid/ublk"
 )
@@ -419,7 +420,7 @@ func newHeldTrims() *heldTrims {
 }
 
 func (h *heldTrims) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
-	return discard.Blocking(func(off, n int64) error {
+	return discardtest.Blocking(func(off, n int64) error {
 		h.entered <- struct{}{}
 		<-h.hold
 		return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/clock"
+	"uraid/internal/discardtest"
 	"uraid/internal/failpoint"
 	"uraid/mapping"
 	"uraid/ublk"
@@ -327,7 +328,7 @@ func (g *trimGates) gate(path string) chan struct{} {
 }
 
 func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
-	return discard.Blocking(func(off, n int64) error {
+	return discardtest.Blocking(func(off, n int64) error {
 		g.in <- m.Path
 		<-g.gate(m.Path)
 		return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))

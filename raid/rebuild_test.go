@@ -14,6 +14,7 @@ import (
 
 	"uraid/discard"
 	"uraid/internal/clock"
+	"uraid/internal/discardtest"
 	"uraid/mapping"
 	"uraid/ublk"
 )
@@ -400,7 +401,7 @@ func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 		if m.Path == paths[0] {
 			return held.issuer(m, dataOff, inflight)
 		}
-		return discard.Blocking(func(off, n int64) error {
+		return discardtest.Blocking(func(off, n int64) error {
 			return os.NewSyscallError("fallocate", unix.Fallocate(int(m.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, dataOff+off, n))
 		}, nil), nil
 	}
