@@ -104,18 +104,15 @@ func (q *Queue[T]) Merged() uint64 { return q.merged }
 // Cancelled counts queued bytes that writes removed before they were issued.
 func (q *Queue[T]) Cancelled() int64 { return q.cancelled }
 
-// LastSeq is the order number of the most recent Push; a drain waits until
+// LastSeq is the order number of the most recent PushAt; a drain waits until
 // Oldest is past it.
 func (q *Queue[T]) LastSeq() uint64 { return q.seq }
 
-// Push queues [off, off+n) for tag with the next order number. Nothing
-// happens for n <= 0.
-func (q *Queue[T]) Push(off, n int64, tag T) { q.PushAt(off, n, tag, q.seq+1) }
-
-// PushAt is Push with the order number given, for queues that share one
-// numbering (the engine's members do, so that one number says how far a
-// discard over several members has got). seq must be above LastSeq; a
-// lower one is taken as LastSeq+1, so order numbers only ever grow.
+// PushAt queues [off, off+n) for tag with order number seq; nothing happens
+// for n <= 0. The caller numbers, because queues may share one numbering
+// (the engine's members do, so that one number says how far a discard over
+// several members has got). seq must be above LastSeq; a lower one is taken
+// as LastSeq+1, so order numbers only ever grow.
 func (q *Queue[T]) PushAt(off, n int64, tag T, seq uint64) {
 	if n <= 0 {
 		return

@@ -10,6 +10,10 @@ import (
 	"pgregory.net/rapid"
 )
 
+// Push queues [off, off+n) for tag with the next order number, as a queue
+// that numbers on its own would.
+func (q *Queue[T]) Push(off, n int64, tag T) { q.PushAt(off, n, tag, q.seq+1) }
+
 // The planner model works on a 64-byte member so that any set of bytes is one
 // uint64 and every answer of the queue can be recomputed bit by bit.
 
