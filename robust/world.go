@@ -112,8 +112,8 @@ type world struct {
 	liveRegions, free []int
 	fstrim            []int // free regions the epoch's fstrim has yet to discard
 	// flushless: the epoch's workload sends no flush (FUA writes still), as a system whose
-	// filesystem is between commits: what a sync job copied is durable only if the job made it
-	// so, which a flush from the workload would otherwise hide.
+	// filesystem is between commits: what a sync job copied, or the map counts clean, is durable
+	// only if the array made it so, which a flush from the workload would otherwise hide.
 	flushless bool
 	blocks    int64
 	inflight  int
@@ -457,7 +457,7 @@ func (w *world) epoch() ending {
 	adminDone := make(chan struct{})
 	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
 	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal, moodHeal}[w.rng.IntN(5)]
-	w.flushless = m == moodHeal && w.rng.IntN(2) == 0
+	w.flushless = m != moodStorm && w.rng.IntN(2) == 0
 	w.stats.Moods[m]++
 	go func() {
 		defer close(adminDone)
@@ -474,11 +474,20 @@ func (w *world) epoch() ending {
 		return endPowerLoss // the kind is in the history; restart treats both alike
 	}
 	e := ending(w.rng.IntN(3))
+	if w.flushless && w.rng.IntN(2) == 0 {
+		e = endPowerLoss
+	}
 	w.drain()
 	if !w.failed() && !w.abandoned {
 		// Before the ending, too: a copy a healing path got wrong is seen while the array that
 		// got it wrong still runs, before a resync after the crash copies over it.
 		w.verify()
+	}
+	if w.flushless && e == endPowerLoss && w.mapIdle > 0 && !w.failed() && !w.abandoned {
+		// Idle a while before the power fails, as a system does: long enough for the map's lazy
+		// work to clean the regions last written, whose writes no flush has made durable.
+		w.logf("idle %v before the power loss", w.mapIdle*3/2)
+		time.Sleep(w.mapIdle * 3 / 2)
 	}
 	switch e {
 	case endStop:
