@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/raid"
+	"uraid/region"
 	"uraid/robust/simdisk"
 )
 
@@ -206,8 +207,22 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			}
 		}
 	} else {
-		// After the sweep: a rebuild that starts before it meets no region trimmed.
+		// After the sweep, and after the map's lazy work has counted its regions trimmed: a
+		// rebuild that starts before meets no region trimmed. Bounded: the workload may write
+		// into the free regions meanwhile.
 		for from := w.requests.Load(); w.requests.Load() < from+int64(len(w.free))+8; {
+			if !pause() {
+				return
+			}
+		}
+		idle := w.mapIdle
+		if idle == 0 {
+			idle = region.DefaultIdle
+		}
+		for limit := time.Now().Add(idle); time.Now().Before(limit); {
+			if rc := w.a.Status("", 0).Regions; rc == nil || rc.Trimmed >= len(w.free)/2 {
+				break
+			}
 			if !pause() {
 				return
 			}
