@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/clock"
 	"uraid/internal/uapi"
 )
 
@@ -295,7 +296,7 @@ func (d *Device) startRecovery(ctx context.Context) error {
 		if !errors.Is(err, unix.EBUSY) {
 			return err
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("ublk recover dev %d: device stays busy (is its old server still running?): %w", id, err)
 		}
 	}
@@ -572,7 +573,7 @@ func openNode(ctx context.Context, path string) (*os.File, error) {
 		if !errors.Is(err, unix.ENOENT) {
 			return nil, fmt.Errorf("ublk: %w", err)
 		}
-		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 2*time.Millisecond); err != nil {
 			return nil, fmt.Errorf("ublk: %s did not appear (is devtmpfs mounted on /dev?): %w", path, err)
 		}
 	}
@@ -589,19 +590,8 @@ func waitBlockNode(ctx context.Context, path string) error {
 		if err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("ublk: %w", os.NewSyscallError("stat", err))
 		}
-		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 2*time.Millisecond); err != nil {
 			return fmt.Errorf("ublk: %s did not appear (is devtmpfs mounted on /dev?): %w", path, err)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
