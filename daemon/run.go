@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -333,7 +332,7 @@ func startNew(a *raid.Array, uo ublk.Options, rec *Record, reuse bool) (device, 
 				return nil, err
 			}
 		}
-		rec.DeviceID, rec.Device = id, "/dev/ublkb"+strconv.FormatUint(uint64(id), 10)
+		rec.DeviceID, rec.Device = id, ublk.BlockPath(id)
 		if err := writeRecord(rec); err != nil {
 			return nil, err
 		}
