@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/clock"
 	"uraid/raid"
 	"uraid/ublk"
 )
@@ -332,7 +332,7 @@ func startNew(a *raid.Array, uo ublk.Options, rec *Record, reuse bool) (device, 
 				return nil, err
 			}
 		}
-		rec.DeviceID, rec.Device = id, "/dev/ublkb"+strconv.FormatUint(uint64(id), 10)
+		rec.DeviceID, rec.Device = id, ublk.BlockPath(id)
 		if err := writeRecord(rec); err != nil {
 			return nil, err
 		}
@@ -458,7 +458,7 @@ func waitPredecessor(ctx context.Context, rec *Record) error {
 		return fmt.Errorf("array %s is running (pid %d): there is nothing to recover (uraid status %s)", rec.Name, rec.PID, rec.Name)
 	}
 	for rec.running() {
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 5*time.Millisecond); err != nil {
 			return fmt.Errorf("array %s: its daemon (pid %d) handed over but does not exit: %w", rec.Name, rec.PID, err)
 		}
 	}
@@ -493,7 +493,7 @@ func recoverableDevice(ctx context.Context, rec *Record) (ublk.DeviceInfo, bool,
 		}
 		// Live without a server: the kernel has yet to quiesce it (or, without user recovery,
 		// to remove it).
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 5*time.Millisecond); err != nil {
 			return info, false, fmt.Errorf("array %s: %s stays %s after its daemon died: %w", rec.Name, rec.Device, info.State, err)
 		}
 	}
@@ -516,20 +516,9 @@ func assembleRecorded(ctx context.Context, rec *Record, o raid.Options) (*raid.A
 		if !errors.Is(err, raid.ErrMemberBusy) {
 			return nil, err
 		}
-		if serr := sleepCtx(ctx, 10*time.Millisecond); serr != nil {
+		if serr := clock.SleepCtx(ctx, 10*time.Millisecond); serr != nil {
 			return nil, fmt.Errorf("%w (the dead daemon's I/O still holds it: %v)", err, serr)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -312,18 +312,7 @@ func (e *Engine) Fail(i int) {
 	}
 	m := e.members[i]
 	m.isDown.Store(true)
-	m.mu.Lock()
-	m.down = true
-	parts := m.q.Drop(nil)
-	m.publish()
-	resume := m.unpark()
-	m.cond.Broadcast()
-	m.mu.Unlock()
-	m.wake()
-	for _, p := range parts {
-		p.Tag.settle(p.Bytes, nil)
-	}
-	resumeAll(resume)
+	m.shut(&m.down, nil)
 	if e.held.Load() > 0 {
 		e.releaseHeld()
 	}
@@ -397,18 +386,7 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
 		for _, m := range e.members {
-			m.mu.Lock()
-			m.closed = true
-			parts := m.q.Drop(nil)
-			m.publish()
-			resume := m.unpark()
-			m.cond.Broadcast()
-			m.mu.Unlock()
-			m.wake()
-			for _, p := range parts {
-				p.Tag.settle(p.Bytes, ErrClosed)
-			}
-			resumeAll(resume)
+			m.shut(&m.closed, ErrClosed)
 		}
 		e.releaseHeld()
 		e.wg.Wait()

@@ -290,6 +290,27 @@ func (m *member) finish(l *lane, id int, err error) {
 	resumeAll(resume)
 }
 
+// shut takes the member out of work, for Fail (flag &m.down, err nil: a
+// failed member's TRIMs no longer matter) or Close (&m.closed, ErrClosed).
+// The flag is set under mu, where push, the lane and unpark read it, before
+// the queue is dropped, so that nothing is queued behind the drop; the lane
+// and Drain callers are woken to see it, and every parked request resumed,
+// since what it waited for will not happen now.
+func (m *member) shut(flag *bool, err error) {
+	m.mu.Lock()
+	*flag = true
+	parts := m.q.Drop(nil)
+	m.publish()
+	resume := m.unpark()
+	m.cond.Broadcast()
+	m.mu.Unlock()
+	m.wake()
+	for _, p := range parts {
+		p.Tag.settle(p.Bytes, err)
+	}
+	resumeAll(resume)
+}
+
 // unpark takes the parked requests that may go on now off the wait lists
 // and returns them, linked, to be resumed once mu is released: writes whose
 // range no TRIM in flight touches, and reads whose range nothing pending

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"uraid/internal/verify"
+	"uraid/mapping"
 )
 
 // The engine admits three kinds of request, each through one typed way in
@@ -18,10 +19,6 @@ import (
 // request's Waiter (from an engine goroutine, no lock held) and the caller
 // calls Begin again. The caller never blocks and never sequences the
 // engine's rules itself.
-
-// MaxCopies is the most copies a read piece may name; it matches the widest
-// mirror the planner produces.
-const MaxCopies = 16
 
 // Waiter is told that a parked request may try again. Resume must not
 // block; a ublk request's Resume hands it back to its queue goroutine.
@@ -46,11 +43,13 @@ type Ticket struct {
 	parked   atomic.Bool // checked in verify mode: a ticket is parked once at a time
 }
 
-// ReadPiece is one piece of a read: the same bytes on up to MaxCopies
-// members, Copies[:N], every Range of the same length. A caller leaves a
-// copy out by setting its Len to 0: it is never picked.
+// ReadPiece is one piece of a read: the same bytes on up to
+// mapping.MaxCopies members, Copies[:N], every Range of the same length. A
+// caller leaves a copy out by setting its Len to 0: it is never picked.
+// Copies is sized by mapping's bound, not one of its own, so that every
+// piece mapping plans fits with no copy cut off.
 type ReadPiece struct {
-	Copies [MaxCopies]Range
+	Copies [mapping.MaxCopies]Range
 	N      int
 	pick   int // the copy being read, -1 before BeginRead
 }

@@ -165,30 +165,39 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 		return discard.Config{}, err
 	}
 	for i, m := range a.members {
-		mc := discard.Member{MinGap: o.MinGap}
-		if m != nil && a.gran[i].Bytes > 0 {
-			mc.MaxLen = m.DiscardMax
-			if a.gran[i].Alignment == 0 {
-				// The engine's granules start at offset 0; a misaligned member keeps byte units
-				// and mapping's inward rounding alone.
-				mc.Granularity = a.gran[i].Bytes
-			}
-			t := o.memberTrim(m)
-			mc.InFlight = t.inflight
-			// A drive that stalls reads and writes behind a TRIM should trim between them.
-			mc.YieldToIO = t.exclusive
-			var is discard.Issuer
-			if a.opts.newIssuer != nil {
-				is, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)
-			} else {
-				is, err = discard.NewRingIssuer(int(m.File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
-			}
-			if err != nil {
-				return fail(fmt.Errorf("member %s: %w", m.Path, err))
-			}
-			mc.Issuer = is
+		mc, err := a.memberConfig(i, m, o)
+		if err != nil {
+			return fail(fmt.Errorf("member %s: %w", m.Path, err))
 		}
 		cfg.Members = append(cfg.Members, mc)
 	}
 	return cfg, nil
+}
+
+// memberConfig is the discard engine's configuration of device m (nil: none) in slot i. The engine
+// the array starts with and a device that takes the slot later (rebuild, replace) both get theirs
+// here, so that they cannot drift apart. A device that reports no discard granularity cannot take
+// TRIMs and gets no issuer, even in a slot whose first device could.
+func (a *Array) memberConfig(i int, m *Member, o DiscardOptions) (discard.Member, error) {
+	mc := discard.Member{MinGap: o.MinGap}
+	if m == nil || a.gran[i].Bytes == 0 || m.DiscardGranularity == 0 {
+		return mc, nil
+	}
+	mc.MaxLen = m.DiscardMax
+	if a.gran[i].Alignment == 0 {
+		// The engine's granules start at offset 0; a misaligned member keeps byte units and
+		// mapping's inward rounding alone.
+		mc.Granularity = a.gran[i].Bytes
+	}
+	t := o.memberTrim(m)
+	mc.InFlight = t.inflight
+	// A drive that stalls reads and writes behind a TRIM should trim between them.
+	mc.YieldToIO = t.exclusive
+	var err error
+	if a.opts.newIssuer != nil {
+		mc.Issuer, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)
+	} else {
+		mc.Issuer, err = discard.NewRingIssuer(int(m.File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
+	}
+	return mc, err
 }

@@ -457,7 +457,7 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 		}
 		m = a.members[i]
 		t.dev = m
-		cfg, err := a.memberConfig(i, m)
+		cfg, err := a.memberConfig(i, m, a.opts.Discard)
 		if err != nil {
 			return err
 		}
@@ -474,27 +474,6 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 	}
 	fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s started\n", a.Name, i, m.Path)
 	return a.syncer.startRebuild(t, 0)
-}
-
-// memberConfig is the discard engine's configuration of device m in slot i.
-func (a *Array) memberConfig(i int, m *Member) (discard.Member, error) {
-	mc := discard.Member{MinGap: a.opts.Discard.MinGap}
-	if a.gran[i].Bytes == 0 || m.DiscardGranularity == 0 {
-		return mc, nil
-	}
-	mc.MaxLen = m.DiscardMax
-	if a.gran[i].Alignment == 0 {
-		mc.Granularity = a.gran[i].Bytes
-	}
-	t := a.opts.Discard.memberTrim(m)
-	mc.InFlight, mc.YieldToIO = t.inflight, t.exclusive
-	var err error
-	if a.opts.newIssuer != nil {
-		mc.Issuer, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)
-	} else {
-		mc.Issuer, err = discard.NewRingIssuer(int(a.members[i].File.Fd()), m.Block, a.dataOff[i], mc.InFlight)
-	}
-	return mc, err
 }
 
 // rebuild is the job of a rebuild: every region from from on (only those needing resync for a
@@ -840,7 +819,7 @@ func (a *Array) swapShadow(i int) error {
 	a.shadowMembers[i] = nil
 	a.membersMu.Unlock()
 	a.shadows[i].Store(nil)
-	cfg, err := a.memberConfig(i, &nm)
+	cfg, err := a.memberConfig(i, &nm, a.opts.Discard)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"uraid/internal/clock"
 )
 
 // BlockSize is the unit the device stores data in; discarding part of a
@@ -53,7 +55,9 @@ type Config struct {
 	// Record keeps every TRIM received, for Trims.
 	Record bool
 
-	Clock Clock // nil means RealClock
+	// Clock is where the device reads the time and spends its latencies (nil: the wall clock,
+	// as the benchmarks need); tests give it clock.Virtual, so latencies cost nothing.
+	Clock clock.Clock
 }
 
 // Trim is one TRIM the device received.
@@ -66,7 +70,7 @@ type Trim struct {
 // Device is a simulated SSD; it implements the discard engine's Issuer.
 type Device struct {
 	cfg   Config
-	clock Clock
+	clock clock.Clock
 
 	// io makes TRIMs exclusive with reads and writes when cfg.Exclusive.
 	io sync.RWMutex
@@ -116,13 +120,13 @@ func New(cfg Config) (*Device, error) {
 		cfg.ReadLatency < 0 || cfg.WriteLatency < 0 {
 		return nil, errors.New("simssd: negative latency")
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = RealClock{}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	return &Device{
 		cfg:     cfg,
-		clock:   clock,
+		clock:   clk,
 		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		blocks:  make(map[int64]*[BlockSize]byte),
 		trimmed: make(map[int64]struct{}),

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/internal/clock"
 )
 
 func newDev(t *testing.T, cfg Config) *Device {
@@ -18,7 +20,7 @@ func newDev(t *testing.T, cfg Config) *Device {
 }
 
 func TestDataAndDiscard(t *testing.T) {
-	d := newDev(t, Config{Size: 64 << 10, Clock: NewVirtualClock(time.Unix(0, 0))})
+	d := newDev(t, Config{Size: 64 << 10, Clock: clock.NewVirtual(time.Unix(0, 0))})
 	data := bytes.Repeat([]byte{0xab}, 3*BlockSize)
 	_, err := d.WriteAt(data, 1000)
 	require.NoError(t, err)
@@ -40,12 +42,12 @@ func TestDataAndDiscard(t *testing.T) {
 }
 
 func TestBackToBackPenalty(t *testing.T) {
-	clock := NewVirtualClock(time.Unix(0, 0))
+	clk := clock.NewVirtual(time.Unix(0, 0))
 	d := newDev(t, Config{Size: 1 << 20, TrimLatency: time.Millisecond, BackToBackLatency: 100 * time.Millisecond,
-		BackToBackWindow: 10 * time.Millisecond, Clock: clock, Record: true})
+		BackToBackWindow: 10 * time.Millisecond, Clock: clk, Record: true})
 	require.NoError(t, d.Discard(0, 4096))     // isolated
 	require.NoError(t, d.Discard(4096, 4096))  // right after: penalty
-	clock.Sleep(10 * time.Millisecond)         // a gap as long as the window
+	clk.Sleep(10 * time.Millisecond)           // a gap as long as the window
 	require.NoError(t, d.Discard(8192, 4096))  // isolated again
 	require.NoError(t, d.Discard(12288, 4096)) // penalty
 	var lat []time.Duration
@@ -58,7 +60,7 @@ func TestBackToBackPenalty(t *testing.T) {
 func TestJitterRepeatsUnderSeed(t *testing.T) {
 	run := func(seed uint64) []time.Duration {
 		d := newDev(t, Config{Size: 1 << 20, TrimLatency: time.Millisecond, Jitter: time.Millisecond, Seed: seed,
-			Clock: NewVirtualClock(time.Unix(0, 0)), Record: true})
+			Clock: clock.NewVirtual(time.Unix(0, 0)), Record: true})
 		for i := range 8 {
 			require.NoError(t, d.Discard(int64(i)*4096, 4096))
 		}
@@ -76,13 +78,13 @@ func TestJitterRepeatsUnderSeed(t *testing.T) {
 // it go, so a TRIM in its latency holds the drive for as long as the test
 // needs. Sleeps of zero (instant reads and writes) do not stop.
 type pausingClock struct {
-	*VirtualClock
+	*clock.Virtual
 	slept chan time.Duration // a Sleep has started
 	wake  chan struct{}      // lets one Sleep finish
 }
 
 func newPausingClock() *pausingClock {
-	return &pausingClock{VirtualClock: NewVirtualClock(time.Unix(0, 0)), slept: make(chan time.Duration),
+	return &pausingClock{Virtual: clock.NewVirtual(time.Unix(0, 0)), slept: make(chan time.Duration),
 		wake: make(chan struct{})}
 }
 
@@ -92,7 +94,7 @@ func (c *pausingClock) Sleep(d time.Duration) {
 	}
 	c.slept <- d
 	<-c.wake
-	c.VirtualClock.Sleep(d)
+	c.Virtual.Sleep(d)
 }
 
 // patience bounds every wait for a state: generous, since a state that is
@@ -150,10 +152,10 @@ func pending(ch <-chan error) bool {
 // waits for it and an NVMe-like drive's does not.
 func TestExclusiveBlocksReads(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
-		clock := newPausingClock()
-		d := newDev(t, Config{Size: 1 << 20, TrimLatency: 50 * time.Millisecond, Exclusive: exclusive, Clock: clock})
+		clk := newPausingClock()
+		d := newDev(t, Config{Size: 1 << 20, TrimLatency: 50 * time.Millisecond, Exclusive: exclusive, Clock: clk})
 		trim := async(func() error { return d.Discard(0, 4096) })
-		assert.Equal(t, 50*time.Millisecond, <-clock.slept, "the TRIM takes its latency, holding the drive")
+		assert.Equal(t, 50*time.Millisecond, <-clk.slept, "the TRIM takes its latency, holding the drive")
 		read := async(func() error {
 			_, err := d.ReadAt(make([]byte, 512), 8192)
 			return err
@@ -161,12 +163,12 @@ func TestExclusiveBlocksReads(t *testing.T) {
 		if exclusive {
 			waitFor(t, "a stalled read", func() bool { return d.Counters().Stalled == 1 })
 			assert.True(t, pending(read), "a SATA-like read waits for the TRIM")
-			clock.wake <- struct{}{}
+			clk.wake <- struct{}{}
 			require.NoError(t, result(t, read, "the read after the TRIM"))
 		} else {
 			require.NoError(t, result(t, read, "an NVMe-like read during a TRIM"))
 			assert.Zero(t, d.Counters().Stalled)
-			clock.wake <- struct{}{}
+			clk.wake <- struct{}{}
 		}
 		require.NoError(t, result(t, trim, "the TRIM"))
 	}
@@ -176,7 +178,7 @@ func TestExclusiveBlocksReads(t *testing.T) {
 // runs them one after another.
 func TestOneTrimAtATime(t *testing.T) {
 	d := newDev(t, Config{Size: 1 << 20, TrimLatency: 5 * time.Millisecond, Record: true,
-		Clock: NewVirtualClock(time.Unix(0, 0))})
+		Clock: clock.NewVirtual(time.Unix(0, 0))})
 	d.Hold()
 	var done []<-chan error
 	for i := range 4 {
@@ -201,7 +203,7 @@ func TestOneTrimAtATime(t *testing.T) {
 // TestGateHoldsInOrder: held TRIMs count as in progress, trim nothing, and
 // leave the gate in the order they reached it, ReleaseN at a time.
 func TestGateHoldsInOrder(t *testing.T) {
-	d := newDev(t, Config{Size: 1 << 20, Clock: NewVirtualClock(time.Unix(0, 0)), Record: true})
+	d := newDev(t, Config{Size: 1 << 20, Clock: clock.NewVirtual(time.Unix(0, 0)), Record: true})
 	data := bytes.Repeat([]byte{0x5a}, 3*BlockSize)
 	_, err := d.WriteAt(data, 0)
 	require.NoError(t, err)
@@ -247,7 +249,7 @@ func TestGateHoldsInOrder(t *testing.T) {
 // TestGateReleaseNAhead: passes ReleaseN gives beyond the TRIMs held go to
 // the next ones to arrive; Release forgets them, so a new Hold holds again.
 func TestGateReleaseNAhead(t *testing.T) {
-	d := newDev(t, Config{Size: 1 << 20, Clock: NewVirtualClock(time.Unix(0, 0))})
+	d := newDev(t, Config{Size: 1 << 20, Clock: clock.NewVirtual(time.Unix(0, 0))})
 	d.Hold()
 	d.ReleaseN(2)
 	require.NoError(t, d.Discard(0, BlockSize))
@@ -276,7 +278,7 @@ func TestGateReleaseNAhead(t *testing.T) {
 // TestWaitHeldGivesUp: WaitHeld ends with its context and says how many
 // TRIMs it saw held.
 func TestWaitHeldGivesUp(t *testing.T) {
-	d := newDev(t, Config{Size: 1 << 20, Clock: NewVirtualClock(time.Unix(0, 0))})
+	d := newDev(t, Config{Size: 1 << 20, Clock: clock.NewVirtual(time.Unix(0, 0))})
 	d.Hold()
 	trim := async(func() error { return d.Discard(0, BlockSize) })
 	require.NoError(t, d.WaitHeld(ctxPatience(t), 1))
@@ -294,14 +296,14 @@ func TestWaitHeldGivesUp(t *testing.T) {
 // drive, so a SATA-like drive's reads and writes go on, and so do the other
 // TRIMs already past the gate.
 func TestHeldTrimLeavesTheDriveFree(t *testing.T) {
-	clock := newPausingClock()
-	d := newDev(t, Config{Size: 1 << 20, TrimLatency: time.Millisecond, Exclusive: true, Clock: clock})
+	clk := newPausingClock()
+	d := newDev(t, Config{Size: 1 << 20, TrimLatency: time.Millisecond, Exclusive: true, Clock: clk})
 	first := async(func() error { return d.Discard(0, BlockSize) })
-	<-clock.slept // past the gate, on the drive
+	<-clk.slept // past the gate, on the drive
 	d.Hold()
 	second := async(func() error { return d.Discard(BlockSize, BlockSize) })
 	require.NoError(t, d.WaitHeld(ctxPatience(t), 1))
-	clock.wake <- struct{}{}
+	clk.wake <- struct{}{}
 	require.NoError(t, result(t, first, "the TRIM that passed before Hold"))
 	rw := async(func() error {
 		if _, err := d.WriteAt([]byte{1}, 3*BlockSize); err != nil {
@@ -313,15 +315,15 @@ func TestHeldTrimLeavesTheDriveFree(t *testing.T) {
 	require.NoError(t, result(t, rw, "I/O beside a held TRIM"))
 	assert.Zero(t, d.Counters().Stalled)
 	d.Release()
-	assert.Equal(t, time.Millisecond, <-clock.slept)
-	clock.wake <- struct{}{}
+	assert.Equal(t, time.Millisecond, <-clk.slept)
+	clk.wake <- struct{}{}
 	require.NoError(t, result(t, second, "the released TRIM"))
 }
 
 // TestSetTrimLatency: a new latency applies to the TRIMs after it.
 func TestSetTrimLatency(t *testing.T) {
 	d := newDev(t, Config{Size: 1 << 20, TrimLatency: 50 * time.Millisecond, Record: true,
-		Clock: NewVirtualClock(time.Unix(0, 0))})
+		Clock: clock.NewVirtual(time.Unix(0, 0))})
 	require.NoError(t, d.Discard(0, BlockSize))
 	require.NoError(t, d.SetTrimLatency(0))
 	require.NoError(t, d.Discard(0, BlockSize))

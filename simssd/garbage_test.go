@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"uraid/internal/clock"
 )
 
 // TestTrimGarbage: with TrimGarbage, exactly the trimmed bytes read back
@@ -17,7 +19,7 @@ import (
 // garbage; without it they read as zeros.
 func TestTrimGarbage(t *testing.T) {
 	trimmed := func(seed uint64, garbage bool) (*Device, []byte) {
-		d := newDev(t, Config{Size: 64 << 10, Seed: seed, TrimGarbage: garbage, Clock: NewVirtualClock(time.Unix(0, 0))})
+		d := newDev(t, Config{Size: 64 << 10, Seed: seed, TrimGarbage: garbage, Clock: clock.NewVirtual(time.Unix(0, 0))})
 		data := bytes.Repeat([]byte{0xab}, 4*BlockSize)
 		_, err := d.WriteAt(data, 0)
 		require.NoError(t, err)
@@ -99,7 +101,7 @@ func TestDataModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		garbage := rapid.Bool().Draw(t, "garbage")
 		seed := rapid.Uint64().Draw(t, "seed")
-		d, err := New(Config{Size: size, Seed: seed, TrimGarbage: garbage, Clock: NewVirtualClock(time.Unix(0, 0))})
+		d, err := New(Config{Size: size, Seed: seed, TrimGarbage: garbage, Clock: clock.NewVirtual(time.Unix(0, 0))})
 		if err != nil {
 			t.Fatal(err)
 		}

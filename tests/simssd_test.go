@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/clock"
 	"uraid/simssd"
 	"uraid/simssd/simblk"
 	"uraid/ublk"
@@ -148,15 +149,15 @@ func TestE2ESimSSDBackToBack(t *testing.T) {
 		b2b    = 900 * time.Millisecond
 		window = 1500 * time.Millisecond
 	)
-	clock := simssd.NewVirtualClock(time.Unix(0, 0))
+	clk := clock.NewVirtual(time.Unix(0, 0))
 	drive, path := startSimSSD(t, simssd.Config{Size: 64 << 20, TrimLatency: trim,
-		BackToBackLatency: b2b, BackToBackWindow: window, Record: true, Clock: clock})
+		BackToBackLatency: b2b, BackToBackWindow: window, Record: true, Clock: clk})
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	require.NoError(t, err)
 	defer f.Close()
 	blkDiscard(t, f, 1<<20, 1<<20)
 	blkDiscard(t, f, 2<<20, 512<<10)
-	clock.Sleep(window)
+	clk.Sleep(window)
 	blkDiscard(t, f, 3<<20, 4096)
 	var got []time.Duration
 	for _, tr := range drive.Trims() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -95,7 +96,7 @@ func TestE2EUblkDeviceLifecycle(t *testing.T) {
 	assert.Equal(t, os.Getpid(), info.PID)
 	assert.Equal(t, 16, info.Depth)
 	assert.LessOrEqual(t, info.Queues, 2)
-	sysSize, err := os.ReadFile("/sys/block/ublkb" + itoa(dev.ID()) + "/size")
+	sysSize, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev.Path()), "size"))
 	require.NoError(t, err)
 	assert.Equal(t, itoa(size/512)+"\n", string(sysSize))
 

@@ -229,7 +229,7 @@ func TestE2EUblkOrphanCleanup(t *testing.T) {
 	needGuest(t)
 	live := startUblkServer(t, backingFile(t))
 	dead := startUblkServer(t, backingFile(t))
-	deadChar := fmt.Sprintf("/dev/ublkc%d", dead.ID)
+	deadChar := ublk.CharPath(uint32(dead.ID))
 	dead.Kill()
 	_, err := os.Stat(deadChar)
 	require.NoError(t, err, "the kernel keeps a killed server's device")
@@ -462,7 +462,7 @@ func userRecovery(t *testing.T, zc string) {
 	require.NoError(t, err)
 	require.NoError(t, dev.Close())
 	second.Stop()
-	_, err = os.Stat(fmt.Sprintf("/dev/ublkc%d", second.ID))
+	_, err = os.Stat(ublk.CharPath(uint32(second.ID)))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -106,7 +105,7 @@ func startUblkServer(t testing.TB, file string, flags ...string) *ublkServer {
 	if err := errors.Join(dec.Decode(&s.ZeroCopy), dec.Decode(&s.BatchIO)); err != nil {
 		t.Fatalf("ublk server: bad ready line %q: %v", line, err)
 	}
-	s.ID, s.Path = id, fmt.Sprintf("/dev/ublkb%d", id)
+	s.ID, s.Path = id, ublk.BlockPath(uint32(id))
 	return s
 }
 

@@ -273,7 +273,7 @@ func processName(pid int) string {
 // stopUnused stops device id (STOP_DEV: the disk goes) only if nothing has it open. The caller's
 // queues, if any, must still be serving.
 func stopUnused(c *control, id uint32, flags Flags) error {
-	path := blockPath(id)
+	path := BlockPath(id)
 	claim, err := claimUnused(path)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENXIO) {
 		// The disk is gone already, or going (the kernel removes it on its own when a server

@@ -11,12 +11,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/clock"
 	"uraid/internal/uapi"
 )
 
-// Paths of a device's nodes; devtmpfs creates them.
-func charPath(id uint32) string  { return "/dev/ublkc" + strconv.FormatUint(uint64(id), 10) }
-func blockPath(id uint32) string { return "/dev/ublkb" + strconv.FormatUint(uint64(id), 10) }
+// BlockPath is device id's block node, /dev/ublkbN, which devtmpfs creates.
+// The daemon's records and the tests name devices through it, so that they
+// spell the node as the server waits for it.
+func BlockPath(id uint32) string { return "/dev/ublkb" + strconv.FormatUint(uint64(id), 10) }
+
+// CharPath is device id's character node, /dev/ublkcN, which its server
+// drives and which outlives a killed server until the device is deleted.
+func CharPath(id uint32) string { return "/dev/ublkc" + strconv.FormatUint(uint64(id), 10) }
 
 // nodeTimeout bounds the wait for a device node when ctx has no deadline:
 // devtmpfs creates nodes within milliseconds, so a node missing after this
@@ -146,7 +152,7 @@ func (d *Device) BatchIO() BatchIOStatus {
 }
 
 // Path is the block device node, valid once Start succeeded.
-func (d *Device) Path() string { return blockPath(d.ID()) }
+func (d *Device) Path() string { return BlockPath(d.ID()) }
 
 // Start creates the device and returns once its block device node exists
 // and every queue is serving. On failure everything created is removed.
@@ -234,7 +240,7 @@ func (d *Device) start(ctx context.Context) error {
 		return err
 	}
 	d.live = true
-	return waitBlockNode(ctx, blockPath(d.id))
+	return waitBlockNode(ctx, BlockPath(d.id))
 }
 
 // startRecovery resumes a quiesced device: the kernel reinitializes its
@@ -295,7 +301,7 @@ func (d *Device) startRecovery(ctx context.Context) error {
 		if !errors.Is(err, unix.EBUSY) {
 			return err
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("ublk recover dev %d: device stays busy (is its old server still running?): %w", id, err)
 		}
 	}
@@ -309,7 +315,7 @@ func (d *Device) startRecovery(ctx context.Context) error {
 		return err
 	}
 	d.live, d.added = true, true
-	return waitBlockNode(ctx, blockPath(id))
+	return waitBlockNode(ctx, BlockPath(id))
 }
 
 // makeQueues makes n queues of depth tags with maxIO-byte buffers: all
@@ -335,7 +341,7 @@ func (d *Device) makeQueues(n, depth, maxIO int) error {
 // the queue goroutines, returning once every tag of every queue has its
 // fetch submitted.
 func (d *Device) startQueues(ctx context.Context) error {
-	char, err := openNode(ctx, charPath(d.id))
+	char, err := openNode(ctx, CharPath(d.id))
 	if err != nil {
 		return err
 	}
@@ -572,7 +578,7 @@ func openNode(ctx context.Context, path string) (*os.File, error) {
 		if !errors.Is(err, unix.ENOENT) {
 			return nil, fmt.Errorf("ublk: %w", err)
 		}
-		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 2*time.Millisecond); err != nil {
 			return nil, fmt.Errorf("ublk: %s did not appear (is devtmpfs mounted on /dev?): %w", path, err)
 		}
 	}
@@ -589,19 +595,8 @@ func waitBlockNode(ctx context.Context, path string) error {
 		if err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("ublk: %w", os.NewSyscallError("stat", err))
 		}
-		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+		if err := clock.SleepCtx(ctx, 2*time.Millisecond); err != nil {
 			return fmt.Errorf("ublk: %s did not appear (is devtmpfs mounted on /dev?): %w", path, err)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -60,7 +60,7 @@ func deviceInfo(ki uapi.CtrlDevInfo) DeviceInfo {
 }
 
 // Path is the device's block node, /dev/ublkbN.
-func (i DeviceInfo) Path() string { return blockPath(i.ID) }
+func (i DeviceInfo) Path() string { return BlockPath(i.ID) }
 
 // List returns the ids of every ublk device the kernel has.
 func List() ([]uint32, error) { return listDevices() }

@@ -8,6 +8,7 @@
 package clock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -47,6 +48,21 @@ func (t realTimer) Stop() bool          { return t.t.Stop() }
 
 // Sleep is time.Sleep.
 func (Real) Sleep(d time.Duration) { time.Sleep(d) }
+
+// SleepCtx waits d of wall time and returns nil, or returns ctx.Err() if
+// ctx is done first. It paces polls of the kernel (a device node to appear,
+// a device to leave a state, a process to exit), which moves in real time
+// whatever clock a test injects; the caller's context bounds the polling.
+func SleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Manual is a clock that moves only when Advance is called. Timers and
 // sleepers are released when the time reaches their deadline, in deadline

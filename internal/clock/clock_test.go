@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -61,4 +62,11 @@ func TestVirtual(t *testing.T) {
 	assert.Equal(t, time.Unix(3, 0), c.Now())
 	c.Sleep(-time.Second)
 	assert.Equal(t, time.Unix(3, 0), c.Now())
+}
+
+func TestSleepCtx(t *testing.T) {
+	assert.NoError(t, SleepCtx(context.Background(), time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, SleepCtx(ctx, time.Hour), context.Canceled, "a done context ends the wait")
 }

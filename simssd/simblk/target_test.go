@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/clock"
 	"uraid/simssd"
 	"uraid/ublk"
 )
@@ -107,7 +108,7 @@ func TestWriteReadDiscard(t *testing.T) {
 // it go, so a TRIM in its latency holds the drive for as long as the test
 // needs. Sleeps of zero (instant reads and writes) do not stop.
 type pausingClock struct {
-	*simssd.VirtualClock
+	*clock.Virtual
 	slept chan time.Duration
 	wake  chan struct{}
 }
@@ -118,7 +119,7 @@ func (c *pausingClock) Sleep(d time.Duration) {
 	}
 	c.slept <- d
 	<-c.wake
-	c.VirtualClock.Sleep(d)
+	c.Virtual.Sleep(d)
 }
 
 // TestReadDuringTrim: while a TRIM runs, the queue keeps dispatching: on an
@@ -126,12 +127,12 @@ func (c *pausingClock) Sleep(d time.Duration) {
 // one it reaches the drive and waits there for the TRIM.
 func TestReadDuringTrim(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
-		clock := &pausingClock{VirtualClock: simssd.NewVirtualClock(time.Unix(0, 0)),
+		clk := &pausingClock{Virtual: clock.NewVirtual(time.Unix(0, 0)),
 			slept: make(chan time.Duration), wake: make(chan struct{})}
-		h, dev := newHarness(t, simssd.Config{TrimLatency: time.Second, Exclusive: exclusive, Clock: clock},
+		h, dev := newHarness(t, simssd.Config{TrimLatency: time.Second, Exclusive: exclusive, Clock: clk},
 			Options{Exclusive: exclusive})
 		require.NoError(t, h.Start(0, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 0, Length: 4096}))
-		<-clock.slept // the TRIM runs, and stays running until woken
+		<-clk.slept // the TRIM runs, and stays running until woken
 		require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 65536, Length: 4096}))
 		if exclusive {
 			deadline := time.Now().Add(10 * time.Second)
@@ -139,7 +140,7 @@ func TestReadDuringTrim(t *testing.T) {
 				require.False(t, time.Now().After(deadline), "the read never reached the drive")
 				time.Sleep(time.Millisecond)
 			}
-			clock.wake <- struct{}{}
+			clk.wake <- struct{}{}
 		}
 		tag, res, err := h.Wait()
 		require.NoError(t, err)
@@ -147,7 +148,7 @@ func TestReadDuringTrim(t *testing.T) {
 			assert.EqualValues(t, 1, tag, "the read finishes while the TRIM runs")
 			assert.EqualValues(t, 4096, res)
 			assert.Zero(t, dev.Counters().Trims)
-			clock.wake <- struct{}{}
+			clk.wake <- struct{}{}
 		}
 		tag2, res2, err := h.Wait()
 		require.NoError(t, err)
