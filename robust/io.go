@@ -92,7 +92,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 	if len(w.fstrim) > 0 {
 		p = 0
 	}
-	if w.flushless && p >= 92 {
+	if w.flushless && p >= 92 || w.readOnly && len(w.fstrim) == 0 {
 		p = 10 // a read
 	}
 	switch {

@@ -115,6 +115,11 @@ type world struct {
 	// filesystem is between commits: what a sync job copied, or the map counts clean, is durable
 	// only if the array made it so, which a flush from the workload would otherwise hide.
 	flushless bool
+	// readOnly: after its sweep, the epoch's workload only reads, as a system that reads while
+	// its array rebuilds. The regions it wrote before go clean, and the map's lazy writes then
+	// carry a rebuild's checkpoint with nothing else to flush the members first: a checkpoint
+	// ahead of what its rebuild made durable is seen only so.
+	readOnly bool
 	blocks    int64
 	inflight  int
 	tags      []inflight
@@ -458,6 +463,7 @@ func (w *world) epoch() ending {
 	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
 	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal, moodHeal}[w.rng.IntN(5)]
 	w.flushless = m != moodStorm && w.rng.IntN(2) == 0
+	w.readOnly = w.flushless && m == moodHeal && w.rng.IntN(2) == 0
 	w.stats.Moods[m]++
 	go func() {
 		defer close(adminDone)
