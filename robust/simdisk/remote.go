@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -88,14 +89,28 @@ func startWith(parent string, seed uint64, onCut func(Cut), env []string) (*Disk
 	cmd.ExtraFiles = []*os.File{ctlChild, evChild} // fds 3 and 4
 	cmd.Stderr = os.Stderr                         // its log; it writes nothing else
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	// The death signal comes when the thread that started the child exits, not the process:
+	// a thread Go later hands to a goroutine that locks it and returns (the ublk queue's does)
+	// exits with it, and the disks died under a run. The child is started from a thread locked
+	// to a goroutine that lives as long as the child.
+	started, exited := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		started <- cmd.Start()
+		if cmd.Process != nil {
+			cmd.Wait()
+		}
+		close(exited)
+	}()
+	if err := <-started; err != nil {
 		ctl.Close()
 		ev.Close()
 		return nil, fmt.Errorf("simulated disks: start the disk process: %w", err)
 	}
 	ctlChild.Close()
 	evChild.Close()
-	d := &Disks{cmd: cmd, exited: make(chan struct{}), onCut: onCut}
+	d := &Disks{cmd: cmd, exited: exited, onCut: onCut}
 	d.ctl, err = net.FileConn(ctl)
 	ctl.Close()
 	if err != nil {
@@ -103,7 +118,6 @@ func startWith(parent string, seed uint64, onCut func(Cut), env []string) (*Disk
 		return nil, err
 	}
 	d.enc, d.dec = gob.NewEncoder(d.ctl), gob.NewDecoder(d.ctl)
-	go func() { cmd.Wait(); close(d.exited) }()
 	// The hello: a binary that does not serve says nothing, and is stopped.
 	hello := make(chan error, 1)
 	var r response
