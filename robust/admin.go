@@ -163,18 +163,12 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 	}
 	leave := func(first bool) {
 		how := rng.IntN(5)
-		switch {
-		case (how < 2 || how == 4) && (first || rng.IntN(3) == 0):
+		if (how < 2 || how == 4) && (first || rng.IntN(3) == 0) {
 			// Cut between the member's failure and its record in the superblocks, writes
 			// finishing meanwhile: none may be acknowledged that left out the failed copy.
 			// (Not for a member failed by an error: the failure is made on the queue's
 			// goroutine, where the hook holds every request.)
 			w.armPowerLoss(rng, raid.FailpointFailed, 1)
-		case rng.IntN(2) == 0:
-			// Or cut the rebuild this starts, a few regions in: a checkpoint that reached the
-			// disk before what it covers is what the resumed rebuild then skips.
-			name := []string{raid.FailpointRebuildCursor, raid.FailpointRebuildCursor, raid.FailpointRebuildRegion, "disk-flush", "map-flush"}[rng.IntN(5)]
-			w.armPowerLoss(rng, name, 2+rng.IntN(7))
 		}
 		switch how {
 		case 0, 1:
