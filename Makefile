@@ -70,7 +70,7 @@ test-vm: vm-setup
 vm-setup:
 	@for k in $(KERNELS); do KERNEL=$$k $(VM) check >/dev/null 2>&1 || KERNEL=$$k $(VM) setup || exit; done
 
-test: test-unit test-robust test-planted test-vm
+test: test-unit test-robust test-vm
 
 # The robustness harness, bounded for make test (under 3 minutes with the race detector on a
 # 2-core host, 3.5 beside a guest): the disk tests, then ROBUST_OPS requests on each redundant
@@ -88,8 +88,9 @@ test-robust:
 # Each planted defect (internal/plant, docs/robustness.md) put back in turn, the harness run over
 # seeds from 1 on every redundant layout until it finds the defect (a finding counts only if the
 # same seed finds nothing without it): a defect not found within its budget of requests fails.
-# Its deadline of 35 minutes keeps make test within CI's 90; no race detector, for speed
-# (test-robust has it).
+# Not in make test yet: requests to a defect's first finding vary tenfold between runs (A took
+# 20435 to 105579, resync 777 to 107791), so its time in CI is not yet bounded well enough to
+# keep CI within 90 minutes. No race detector, for speed (test-robust has it).
 PLANT_OPS ?= 200000
 test-planted:
 	@if [ "$$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then \
