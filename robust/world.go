@@ -120,9 +120,9 @@ type world struct {
 	// carry a rebuild's checkpoint with nothing else to flush the members first: a checkpoint
 	// ahead of what its rebuild made durable is seen only so.
 	readOnly bool
-	blocks    int64
-	inflight  int
-	tags      []inflight
+	blocks   int64
+	inflight int
+	tags     []inflight
 	// abandoned: requests hang; the run ends without closing the queue or the array.
 	abandoned bool
 
