@@ -285,6 +285,33 @@ func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
 	assert.Greater(t, acked, failedAt, "the write was acknowledged before the superblocks said member 1 failed")
 }
 
+// TestFlushAfterFailWaitsForTheRecord: a flush served after a member is out of service, before
+// its failure is in the superblocks, is acknowledged only once the superblocks say so. The flush
+// no longer reaches that member, whose cache may still hold writes it took before it failed: a
+// crash before the record would bring it back as current with those writes gone, and a resync
+// could copy its stale blocks over the durable ones. (Such a flush was acknowledged at once. Found
+// by the robustness harness, seed 3 on raid10-far.)
+func TestFlushAfterFailWaitsForTheRecord(t *testing.T) {
+	m := newMirrorWith(t, 0)
+	do(t, m.h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x34}, 4096))
+	var once atomic.Bool
+	var ferr error
+	var res int32
+	var acked, failedAt uint64
+	setHook(t, func(name string, _ failpoint.Span) {
+		if name != FailpointFailed || !once.CompareAndSwap(false, true) {
+			return
+		}
+		res, ferr = m.h.Do(ublk.HarnessRequest{Op: ublk.OpFlush})
+		acked, failedAt = superblockEvents(t, m.paths[0]), superblockEvents(t, m.paths[1])
+	})
+	require.NoError(t, m.a.FailMember(m.paths[1]))
+	require.NoError(t, ferr)
+	require.Zero(t, res)
+	require.True(t, once.Load())
+	assert.Greater(t, acked, failedAt, "the flush was acknowledged before the superblocks said member 1 failed")
+}
+
 // TestReAddOfUnfinishedRebuild: a member that failed in the middle of its rebuild and is added
 // again is rebuilt whole; it holds only the regions the rebuild got to. (It was taken for a member
 // that left whole and given only the regions written meanwhile. Found by the robustness harness,

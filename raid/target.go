@@ -498,9 +498,11 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 		switch {
 		case t.err == 0 && t.flushLost && !a.readable():
 			r.Complete(-int32(unix.EIO)) // some data is durable nowhere it can be read
-		case t.err == 0 && t.flushLost && !a.failuresRecorded():
-			// As a write that left out a copy: the failed member must be on record as such, or
-			// a crash could bring back as current a copy whose data is not durable.
+		case t.err == 0 && !a.failuresRecorded() && (t.flushLost || !plant.Is("flushrec")):
+			// As a write that left out a copy: a member out of service, whether this flush
+			// failed it or it failed before, was left out, and its cache may still hold writes
+			// it took before. It must be on record as failed, or a crash could bring it back
+			// as current without data this flush said was durable.
 			go a.completeRecorded(r, t.start, 0, nil)
 		default:
 			r.Complete(t.err)

@@ -24,6 +24,7 @@ var (
 	layoutFlag   = flag.String("robust.layout", "", "one layout: raid1, raid10-near, raid10-far, raid10-offset (default: each)")
 	verboseFlag  = flag.Bool("robust.v", false, "log every step")
 	deadlineFlag = flag.Duration("robust.deadline", 20*time.Minute, "the whole run's limit: past it the disks are aborted and the run fails")
+	moodsFlag    = flag.String("robust.moods", "", "the epochs' moods by weight, storm,calm,healing (default 2,1,2)")
 	plantFlag    = flag.String("robust.plant", "", "TestPlanted: only these defects (comma-separated; default: every one)")
 )
 
@@ -89,6 +90,9 @@ func replay(layout string, seed uint64, ops int, d time.Duration) string {
 	if d > 0 {
 		bound = fmt.Sprintf("-robust.duration=%v", d)
 	}
+	if *moodsFlag != "" {
+		bound += " -robust.moods=" + *moodsFlag
+	}
 	return fmt.Sprintf("go test ./robust -run 'TestRobustness/%s$' -robust.seed=%d %s -robust.v", layout, seed, bound)
 }
 
@@ -112,6 +116,7 @@ func TestRobustness(t *testing.T) {
 		t.Run(l.name, func(t *testing.T) {
 			cfg := l.cfg
 			cfg.Seed, cfg.Ops, cfg.Duration = seed, ops, d
+			cfg.Moods = moods(t)
 			if *verboseFlag {
 				cfg.Log = func(s string) { fmt.Println(s) } // now, not at the test's end: a hang shows where
 			}
@@ -129,7 +134,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back that the harness must find.
-var planted = []string{"A", "B", "C", "D", "E", "map", "resync", "recovery", "torn", "refill", "readd", "source", "clean"}
+var planted = []string{"A", "B", "C", "D", "E", "map", "resync", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec"}
 
 // unreached are the planted defects the harness is not known to reach: TestPlanted tries them
 // only when -robust.plant names them; each has its regression test in package raid. claim needs
@@ -171,6 +176,7 @@ func TestPlanted(t *testing.T) {
 				for _, l := range layouts {
 					cfg := l.cfg
 					cfg.Seed, cfg.Ops = seed, 3000
+					cfg.Moods = moods(t)
 					f, st, err := Run(cfg, os.TempDir())
 					if err != nil {
 						t.Fatalf("the harness could not run: %v", err)
@@ -199,6 +205,18 @@ func TestPlanted(t *testing.T) {
 			t.Errorf("planted %s: not found in %d requests", bug, spent)
 		})
 	}
+}
+
+// moods is -robust.moods as Config.Moods.
+func moods(t *testing.T) [3]int {
+	var m [3]int
+	if *moodsFlag == "" {
+		return m
+	}
+	if n, err := fmt.Sscanf(*moodsFlag, "%d,%d,%d", &m[0], &m[1], &m[2]); n != 3 || err != nil || m[0] < 0 || m[1] < 0 || m[2] < 0 || m[0]+m[1]+m[2] == 0 {
+		t.Fatalf("-robust.moods=%q: want three weights, storm,calm,healing, such as 2,1,2", *moodsFlag)
+	}
+	return m
 }
 
 func firstLineOf(s string) string {

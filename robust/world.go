@@ -34,6 +34,10 @@ type Config struct {
 	Size  int64
 	Depth int
 
+	// Moods weighs the epochs' moods: storm, calm, healing (all zero: 2, 1, 2). A scenario that
+	// leaves a mood out spends its requests on the others' paths.
+	Moods [3]int
+
 	// Log, when set, hears what the run does, one line per step.
 	Log func(string)
 }
@@ -461,7 +465,7 @@ func (w *world) epoch() ending {
 	stop := make(chan struct{})
 	adminDone := make(chan struct{})
 	arng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(w.stats.Epochs)<<8|2))
-	m := []mood{moodStorm, moodStorm, moodCalm, moodHeal, moodHeal}[w.rng.IntN(5)]
+	m := w.mood()
 	w.flushless = m != moodStorm && w.rng.IntN(2) == 0
 	w.readOnly = w.flushless && m == moodHeal && w.rng.IntN(2) == 0
 	w.stats.Moods[m]++
@@ -504,6 +508,25 @@ func (w *world) epoch() ending {
 	}
 	return e
 }
+
+// mood draws an epoch's mood by the run's weights.
+func (w *world) mood() mood {
+	weights := w.cfg.Moods
+	if weights == [3]int{} {
+		weights = defaultMoods
+	}
+	n := w.rng.IntN(weights[0] + weights[1] + weights[2])
+	for m, wt := range weights {
+		if n < wt {
+			return mood(m)
+		}
+		n -= wt
+	}
+	panic("unreachable")
+}
+
+// defaultMoods: storms and healing twice as often as calm, whose requests find less.
+var defaultMoods = [3]int{2, 1, 2}
 
 // restart closes the epoch's array and assembles the members again, as the daemon would.
 func (w *world) restart(e ending) error {
