@@ -13,6 +13,9 @@ const (
 	FailpointResyncRegion = "resync-region"
 	// FailpointFailed: a member is out of service in memory, not yet in the superblocks.
 	FailpointFailed = "member-failed"
+	// FailpointSyncIO: a sync job (resync, check, repair, rebuild) is about to read or write one
+	// copy; a membership change may come between its choice of copies and the I/O.
+	FailpointSyncIO = "sync-io"
 	// FailpointMapFlush: a region map generation is about to be written to the members.
 	FailpointMapFlush = "map-flush"
 )

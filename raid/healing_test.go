@@ -649,3 +649,38 @@ func TestAddClaimsItsSlotAfterTheCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncIOOnARemovedMember: a member failed and removed while a check works on a region it
+// holds a copy of leaves the check to the copies left. (The check's read of that copy found the
+// slot empty and crashed the daemon with a nil dereference. Found by the robustness harness, a
+// planted-A run on raid10.)
+func TestSyncIOOnARemovedMember(t *testing.T) {
+	for _, action := range []string{SyncCheck, SyncRepair} {
+		t.Run(action, func(t *testing.T) {
+			m := newMirrorWith(t, 0)
+			off := 2 * m.a.regions.m.RegionSize()
+			data := bytes.Repeat([]byte{0x64}, harnessMaxIO)
+			do(t, m.h, ublk.OpWrite, off, data)
+			var once atomic.Bool
+			var rerr error
+			setHook(t, func(name string, _ failpoint.Span) {
+				if name != FailpointSyncIO || !once.CompareAndSwap(false, true) {
+					return
+				}
+				m.a.fail(1, errors.New("a dying disk"))
+				if rerr = m.a.recordFailures(); rerr == nil {
+					rerr = m.a.RemoveMember(m.paths[1])
+				}
+			})
+			require.NoError(t, m.a.StartSync(action, SyncOptions{}))
+			m.a.WaitSync()
+			require.True(t, once.Load())
+			require.NoError(t, rerr)
+			st := m.a.SyncStatus()
+			require.NotNil(t, st.Last)
+			assert.Zero(t, st.Last.MismatchBytes, "a removed copy is no mismatch")
+			assert.Equal(t, MemberActive, MemberState(m.a.state[0].Load()), "the copy left stays in service")
+			assert.Equal(t, data, do(t, m.h, ublk.OpRead, off, make([]byte, harnessMaxIO)))
+		})
+	}
+}

@@ -646,7 +646,9 @@ func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []d
 		if err == nil {
 			break
 		}
-		s.a.fail(c.Member, err)
+		if !errors.Is(err, errSlotChanged) {
+			s.a.fail(c.Member, err)
+		}
 		src = slices.DeleteFunc(src, func(r discard.Range) bool { return r.Member == c.Member })
 		if len(src) == 0 {
 			return fmt.Errorf("member %d [%d, +%d): every source copy failed: %w", t.slot, dst.Offset, dst.Length, err)

@@ -570,8 +570,10 @@ func (s *syncer) piece(j *syncJob, r int, p *mapping.Piece) error {
 		err := s.compare(j, r, copies[:k], p.Logical)
 		var rf readFailure
 		if errors.As(err, &rf) {
-			s.a.fail(rf.member, rf.err) // try again with the copies left
-			continue
+			if !errors.Is(rf.err, errSlotChanged) {
+				s.a.fail(rf.member, rf.err)
+			}
+			continue // try again with the copies left
 		}
 		return err
 	}
@@ -647,7 +649,10 @@ func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int
 		<-j.resumed
 	}
 	for i, e := range targets {
-		if err := s.pwrite(e, src); err != nil {
+		if err := s.pwrite(e, src); errors.Is(err, errSlotChanged) {
+			// The copy left the array (failed, so out of service, before it could): nothing to
+			// keep in step; a device installed since is filled by its own rebuild.
+		} else if err != nil {
 			s.a.fail(e.Member, err) // that copy is out; the others are in step
 		} else if j.action == SyncRepair {
 			j.repaired.Add(n)
@@ -657,28 +662,50 @@ func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int
 	return nil
 }
 
-func (s *syncer) pread(e mapping.Extent, buf []byte) error {
-	m := s.a.members[e.Member]
-	got, err := unix.Pread(int(m.File.Fd()), buf, s.a.dataOff[e.Member]+e.Offset)
-	if err == nil && got != len(buf) {
-		err = unix.EIO
-	}
-	s.a.accountSync(e.Member, false, int64(len(buf)), err)
-	if err != nil {
-		return os.NewSyscallError("pread", err)
-	}
-	return nil
-}
+// errSlotChanged: a sync I/O's slot lost its device, or took another, while the I/O was on it.
+// What such a read returned is not that copy's, and the error is not the slot's device's to
+// answer for: the device that was there is failed already (it could not have been removed
+// otherwise), and a device installed since is another's.
+var errSlotChanged = errors.New("the slot's device changed during the I/O")
 
-func (s *syncer) pwrite(e mapping.Extent, buf []byte) error {
-	m := s.a.members[e.Member]
-	got, err := unix.Pwrite(int(m.File.Fd()), buf, s.a.dataOff[e.Member]+e.Offset)
+func (s *syncer) pread(e mapping.Extent, buf []byte) error { return s.memberIO(e, buf, false) }
+
+func (s *syncer) pwrite(e mapping.Extent, buf []byte) error { return s.memberIO(e, buf, true) }
+
+// memberIO reads or writes buf at e on its slot's device. A sync job chooses its copies by their
+// states, but an administrator may fail and remove a member, and add a device to its slot,
+// between that choice and the I/O. The slot's descriptor number stays the slot's for the array's
+// life (install, keepNumber), so the I/O reaches the device, a hole on which it fails, or a
+// device installed after; the count of devices the slot has had, taken with the number under
+// membersMu and read again after the I/O, tells the last two from the first.
+func (s *syncer) memberIO(e mapping.Extent, buf []byte, write bool) error {
+	hit(FailpointSyncIO)
+	a := s.a
+	a.membersMu.Lock()
+	m := a.members[e.Member]
+	gen := a.refilled[e.Member].Load()
+	fd := -1
+	if m != nil {
+		fd = int(m.File.Fd())
+	}
+	a.membersMu.Unlock()
+	if m == nil {
+		return errSlotChanged
+	}
+	op, io := "pread", unix.Pread
+	if write {
+		op, io = "pwrite", unix.Pwrite
+	}
+	got, err := io(fd, buf, a.dataOff[e.Member]+e.Offset)
+	if a.refilled[e.Member].Load() != gen && !plant.Is("syncslot") {
+		return errSlotChanged
+	}
 	if err == nil && got != len(buf) {
 		err = unix.EIO
 	}
-	s.a.accountSync(e.Member, true, int64(len(buf)), err)
+	a.accountSync(e.Member, write, int64(len(buf)), err)
 	if err != nil {
-		return os.NewSyscallError("pwrite", err)
+		return os.NewSyscallError(op, err)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@
 //	A  a rebuild decides whether a region is trimmed before it locks the region
 //	B  a rebuild's end counts every region needing resync as resynced (two copies)
 //	C  a write that left out a copy is acknowledged before the failure is recorded
+//	syncslot  a sync job's read of a copy whose slot took a new device during the read counts as
+//	          that copy's (the blank device's zeros become the resync's source)
 //	flushrec  a flush after a member failed (not by this flush) is acknowledged before the
 //	          failure is recorded: the member's cache is left out of it
 //	D  a refused fail tests the last-copy rule by storing the failed state into the live one
