@@ -25,14 +25,17 @@ var (
 	verboseFlag  = flag.Bool("robust.v", false, "log every step")
 	deadlineFlag = flag.Duration("robust.deadline", 20*time.Minute, "the whole run's limit: past it the disks are aborted and the run fails")
 	moodsFlag    = flag.String("robust.moods", "", "the epochs' moods by weight, storm,calm,healing (default 2,1,2)")
+	searchFlag   = flag.Bool("robust.search", false, "TestPlanted: search from -robust.seed with -robust.moods, not from each defect's start")
 	plantFlag    = flag.String("robust.plant", "", "TestPlanted: only these defects (comma-separated; default: every one)")
 )
 
 // layouts are the redundant layouts the harness runs, each with its own share of the run.
-var layouts = []struct {
+type layoutCfg struct {
 	name string
 	cfg  Config
-}{
+}
+
+var layouts = []layoutCfg{
 	{"raid10-near", Config{Level: mapping.RAID10, Layout: mapping.Near2, Members: 4, Chunk: 64 << 10}},
 	{"raid1", Config{Level: mapping.RAID1, Members: 2}},
 	{"raid10-far", Config{Level: mapping.RAID10, Layout: mapping.Far2, Members: 3, Chunk: 16 << 10}},
@@ -151,9 +154,27 @@ var planted = []string{"A", "B", "C", "D", "E", "map", "resync", "recovery", "to
 // the order in rebuildRegion (copy, sync, then checkpoint).
 var unreached = []string{"claim", "widen", "F"}
 
+// A planted defect's start: the moods that spend the run's requests on its path, and the seed
+// and layout that found it in each of several runs when chosen (docs/robustness.md). A seed
+// replays its workload but not its threads' interleaving, so a start is a good first guess and
+// no promise: the search goes on over the next layouts and seeds within the budget.
+type plantStart struct {
+	moods  [3]int
+	seed   uint64
+	layout string
+}
+
+var (
+	healing = [3]int{0, 0, 1}
+	crashes = [3]int{2, 1, 0}
+)
+
+var plantedStarts = map[string]plantStart{}
+
 // TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
 // reports the seed and the requests to the first finding; a defect the harness misses within its
-// budget fails the test.
+// budget fails the test. Each defect starts where plantedStarts says; -robust.search starts
+// every one at -robust.seed (1 if unset) with -robust.moods instead, as the starts were found.
 func TestPlanted(t *testing.T) {
 	needFUSE(t)
 	if !plant.Enabled {
@@ -169,19 +190,27 @@ func TestPlanted(t *testing.T) {
 			continue
 		}
 		t.Run(bug, func(t *testing.T) {
+			st, ok := plantedStarts[bug]
+			if *searchFlag || !ok {
+				st = plantStart{moods: moods(t), seed: max(*seedFlag, 1), layout: *layoutFlag}
+			}
+			first := max(0, slices.IndexFunc(layouts[:], func(l layoutCfg) bool { return l.name == st.layout }))
 			plant.Set(bug)
 			defer plant.Set("")
 			spent := 0
-			for seed := uint64(1); spent < budget; seed++ {
-				for _, l := range layouts {
+			for seed := st.seed; spent < budget; seed++ {
+				for k := range layouts {
+					l := layouts[(first+k)%len(layouts)]
+					if *layoutFlag != "" && l.name != *layoutFlag {
+						continue
+					}
 					cfg := l.cfg
-					cfg.Seed, cfg.Ops = seed, 3000
-					cfg.Moods = moods(t)
-					f, st, err := Run(cfg, os.TempDir())
+					cfg.Seed, cfg.Ops, cfg.Moods = seed, 3000, st.moods
+					f, stats, err := Run(cfg, os.TempDir())
 					if err != nil {
 						t.Fatalf("the harness could not run: %v", err)
 					}
-					spent += st.Requests
+					spent += stats.Requests
 					if f == nil {
 						continue
 					}
@@ -197,12 +226,12 @@ func TestPlanted(t *testing.T) {
 						t.Logf("seed %d on %s finds something without the defect too, not counted: %s", seed, l.name, firstLineOf(base.What))
 						continue
 					}
-					t.Logf("planted %s: found on %s with seed %d after %d requests (%d in all, %d without the defect to confirm): %s",
-						bug, l.name, seed, f.Request, spent, bst.Requests, firstLineOf(f.What))
+					t.Logf("planted %s: found on %s with seed %d, moods %v, after %d requests (%d in all, %d without the defect to confirm): %s",
+						bug, l.name, seed, st.moods, f.Request, spent, bst.Requests, firstLineOf(f.What))
 					return
 				}
 			}
-			t.Errorf("planted %s: not found in %d requests", bug, spent)
+			t.Errorf("planted %s: not found in %d requests from seed %d, moods %v", bug, spent, st.seed, st.moods)
 		})
 	}
 }
