@@ -657,7 +657,7 @@ func (s *served) loop(sigs <-chan os.Signal, n *Notifier) error {
 			}
 			// Whoever sent the signal has no answer to read; the log and systemd's status
 			// have it.
-			s.log.Warn("stop on signal failed; serving on", "signal", sig.String(), "err", err)
+			s.log.Warn("stop on signal failed", "signal", sig.String(), "err", err)
 			sdNotify("STATUS=" + err.Error())
 		case r := <-s.requests:
 			if r.handover {
