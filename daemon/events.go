@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
@@ -68,7 +67,7 @@ type subscriber struct {
 
 func newHub(log *slog.Logger) *hub {
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		log = slog.Default()
 	}
 	return &hub{log: log, subs: map[*subscriber]struct{}{}}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -284,7 +284,7 @@ func Restart(ctx context.Context, name string, spawn func() (string, error)) (st
 			return "", err // refused: the daemon serves on
 		}
 		// The daemon died on the way out: its device waits for a successor all the same.
-		fmt.Fprintf(os.Stderr, "uraid: array %s: hand-over failed (%v); recovering\n", name, err)
+		slog.Warn("hand-over failed; recovering", "array", name, "err", err)
 	}
 	if rec.Supervised {
 		st, err := WaitNewDaemon(ctx, name, st.PID)

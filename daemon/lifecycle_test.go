@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,7 +100,7 @@ func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "life", Level: mapping.RAID1, Size: 8 << 20, Members: paths})
 	require.NoError(t, err)
-	cfg.Options = raid.Options{Queues: 1, Depth: 4}
+	cfg.Options = raid.Options{Queues: 1, Depth: 4, Log: cfg.Log}
 	a, err := raid.NewArray(ms, sbs, cfg.Options)
 	require.NoError(t, err)
 	require.NoError(t, a.MarkDirty())
@@ -109,6 +111,30 @@ func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 		sigs: make(chan os.Signal, 1), done: make(chan error, 1)}
 	go func() { l.done <- l.s.loop(l.sigs, &Notifier{}) }()
 	return l
+}
+
+// logBuffer is a daemon's log that a test reads while the daemon writes it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// logTo is a logger as the daemon's (text, key=value) writing to a new logBuffer.
+func logTo() (*slog.Logger, *logBuffer) {
+	b := &logBuffer{}
+	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 
 // ended returns the loop's result once it has returned.
@@ -148,7 +174,8 @@ func memberState(t *testing.T, path string) raid.State {
 func TestStopRefusedWhileBusy(t *testing.T) {
 	dev := newFakeDevice(true)
 	dev.busy = fmt.Errorf("ublk dev 5: /dev/ublkb5 %w: mounted at /mnt/data", ublk.ErrBusy)
-	l := startLifecycle(t, dev, Config{})
+	log, logged := logTo()
+	l := startLifecycle(t, dev, Config{Log: log})
 
 	err := l.s.Stop()
 	require.Error(t, err)
@@ -157,6 +184,12 @@ func TestStopRefusedWhileBusy(t *testing.T) {
 	l.sigs <- syscall.SIGTERM // the signal handler refuses the same way
 	require.Error(t, l.s.Stop(), "still busy")
 	assert.True(t, l.running())
+	// Whoever sent the signal reads no answer: the daemon's log has it (the guest suite looks
+	// for these words in a foreground daemon's stderr).
+	require.Eventually(t, func() bool { return strings.Contains(logged.String(), "refusing to stop") }, 10*time.Second, time.Millisecond)
+	assert.Contains(t, logged.String(), "level=WARN")
+	assert.Contains(t, logged.String(), "mounted at /mnt/data")
+	assert.Contains(t, logged.String(), "array=life")
 	_, err = ReadRecord("life")
 	require.NoError(t, err, "a refused stop keeps the record")
 	assert.Equal(t, raid.StateDirty, memberState(t, l.members[0]))
@@ -247,7 +280,8 @@ func TestHandoverRefused(t *testing.T) {
 // error so that its supervisor starts the successor.
 func TestDeviceFailure(t *testing.T) {
 	dev := newFakeDevice(true)
-	l := startLifecycle(t, dev, Config{})
+	log, logged := logTo()
+	l := startLifecycle(t, dev, Config{Log: log})
 	defer l.s.a.Close()
 	require.NoError(t, l.s.FailQueue())
 	err := l.ended()
@@ -255,6 +289,7 @@ func TestDeviceFailure(t *testing.T) {
 	assert.Contains(t, err.Error(), "failure injected")
 	assert.True(t, dev.abandoned)
 	assert.False(t, dev.stopped)
+	assert.Regexp(t, `level=ERROR msg="device failed; exiting so that a new daemon takes the device over" array=life reason="ublk queue 0: failure injected`, logged.String())
 
 	st := l.s.status()
 	assert.Equal(t, raid.StateNameFailed, st.State)

@@ -115,6 +115,6 @@ func (s *served) recordMembers() {
 	}
 	s.rec.Members = ps
 	if err := writeRecord(s.rec); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %v\n", s.a.Name, err)
+		s.log.Error("members not recorded", "err", err)
 	}
 }

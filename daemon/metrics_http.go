@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,7 +50,7 @@ const metricsRetryFor = time.Minute
 // serve answers on the listener; with none bound yet (a successor whose predecessor may still be
 // exiting with the port), it binds addr in the background, trying again until metricsRetryFor has
 // passed. The device is served either way: metrics are not worth failing the array for.
-func (m *metricsServer) serve(reg prometheus.Gatherer) {
+func (m *metricsServer) serve(reg prometheus.Gatherer, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -59,19 +59,19 @@ func (m *metricsServer) serve(reg prometheus.Gatherer) {
 	go func() {
 		defer close(m.done)
 		if ln == nil {
-			ln = m.bind()
+			ln = m.bind(log)
 			if ln == nil {
 				return
 			}
 		}
 		if err := m.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "uraid: metrics on %s: %v\n", m.addr, err)
+			log.Error("metrics server failed", "addr", m.addr, "err", err)
 		}
 	}()
 }
 
 // bind is the successor's retrying listen; nil once stopped or out of time.
-func (m *metricsServer) bind() net.Listener {
+func (m *metricsServer) bind(log *slog.Logger) net.Listener {
 	deadline := time.Now().Add(metricsRetryFor)
 	for {
 		ln, err := net.Listen("tcp", m.addr)
@@ -79,7 +79,7 @@ func (m *metricsServer) bind() net.Listener {
 			return ln
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "uraid: --metrics-listen %s: %v; serving metrics on the control socket only\n", m.addr, err)
+			log.Warn("--metrics-listen: address not bound; serving metrics on the control socket only", "addr", m.addr, "err", err)
 			return nil
 		}
 		select {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -33,7 +34,7 @@ func TestMetricsOverTCP(t *testing.T) {
 	ms, err := listenMetrics("127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ms.ln.Addr().String()
-	ms.serve(metricsRegistry())
+	ms.serve(metricsRegistry(), slog.Default())
 	code, body, err := get("http://" + addr + "/metrics")
 	require.NoError(t, err)
 	assert.Equal(t, 200, code)
@@ -64,7 +65,7 @@ func TestMetricsSuccessorWaitsForPort(t *testing.T) {
 	require.NoError(t, err)
 	addr := hold.Addr().String()
 	ms := &metricsServer{addr: addr}
-	ms.serve(metricsRegistry())
+	ms.serve(metricsRegistry(), slog.Default())
 	defer ms.Close()
 	hold.Close() // the predecessor exits
 	deadline := time.Now().Add(30 * time.Second)
@@ -84,7 +85,7 @@ func TestMetricsCloseWhileWaitingForPort(t *testing.T) {
 	require.NoError(t, err)
 	defer hold.Close()
 	ms := &metricsServer{addr: hold.Addr().String()}
-	ms.serve(metricsRegistry())
+	ms.serve(metricsRegistry(), slog.Default())
 	done := make(chan struct{})
 	go func() { ms.Close(); close(done) }()
 	select {

@@ -56,8 +56,16 @@ type Config struct {
 	// again when it exits with a failure: a hand-over then ends with ErrRestartMe instead of
 	// leaving the successor to uraid restart.
 	Supervised bool
-	// Log is where the daemon logs its events (nil: key=value lines on stderr).
+	// Log is where the daemon logs its events and its array's messages (nil: slog.Default()).
 	Log *slog.Logger
+}
+
+// logger is c.Log, or the default logger.
+func (c Config) logger() *slog.Logger {
+	if c.Log != nil {
+		return c.Log
+	}
+	return slog.Default()
 }
 
 // ErrRestartMe is what Run and Recover return once a supervised daemon has handed its device
@@ -155,6 +163,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	}()
 	sigs := notifySignals()
 	defer signal.Stop(sigs)
+	log := cfg.logger().With("array", name)
 
 	rec, err := ReadRecord(name)
 	if err != nil {
@@ -178,6 +187,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		return err
 	}
 	opts := rec.Options.raidOptions()
+	opts.Log = cfg.logger()
 	if takeover {
 		// The array's per-queue state must match the queues the kernel made.
 		opts.Queues, opts.Depth = info.Queues, info.Depth
@@ -185,7 +195,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	if a, err = assembleRecorded(ctx, &rec, opts); err != nil {
 		return err
 	}
-	pauseAt(name, pauseMembers)
+	pauseAt(log, name, pauseMembers)
 
 	// The superblocks of a running array always say dirty; what the predecessor did says more.
 	unclean := rec.Unclean || !rec.Handover || (!takeover && a.Unclean())
@@ -208,7 +218,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	var dev device
 	if takeover {
 		d, err := ublk.NewRecovery(a, rec.DeviceID, ublk.Options{Queues: opts.Queues, Depth: opts.Depth,
-			BeforeEndRecovery: func() { pauseAt(name, pauseFetching) }})
+			BeforeEndRecovery: func() { pauseAt(log, name, pauseFetching) }})
 		if err != nil {
 			return fmt.Errorf("array %s: %w", name, err)
 		}
@@ -219,7 +229,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 			return fmt.Errorf("array %s: take over %s: %w", name, rec.Device, err)
 		}
 		dev = d
-		fmt.Fprintf(os.Stderr, "uraid: array %s: took over %s (%s)\n", name, rec.Device, lastExit)
+		log.Info("took over the device", "device", rec.Device, "predecessor", lastExit)
 	} else {
 		uo, err := deviceOptions(opts)
 		if err != nil {
@@ -228,11 +238,11 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		if dev, err = startNew(a, uo, &rec, true); err != nil {
 			return fmt.Errorf("array %s: %w", name, err)
 		}
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %s was gone; created it again\n", name, rec.Device)
+		log.Info("the device was gone; created it again", "device", rec.Device, "predecessor", lastExit)
 	}
 	rec.Reissue = dev.Flags().Reissue()
 	if err := writeRecord(&rec); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: %v\n", err)
+		log.Error("record not written", "err", err)
 	}
 	if cfg.MetricsListen == "" {
 		cfg.MetricsListen = rec.Options.MetricsListen
@@ -530,6 +540,8 @@ type served struct {
 	dev   device
 	flags ublk.Flags // the device's, which do not change
 	cfg   Config
+	// log is cfg's logger, its records tagged with array=.
+	log *slog.Logger
 	// metrics serves GET /metrics over TCP too; nil without --metrics-listen.
 	metrics *metricsServer
 
@@ -552,7 +564,8 @@ type request struct {
 }
 
 func newServed(a *raid.Array, dev device, rec *Record, cfg Config) *served {
-	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, requests: make(chan request), events: newHub(cfg.Log)}
+	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, log: cfg.logger().With("array", a.Name),
+		requests: make(chan request), events: newHub(cfg.logger())}
 	a.OnMembershipChange(s.recordMembers)
 	return s
 }
@@ -613,7 +626,7 @@ func (s *served) serve(srv *Server, sigs <-chan os.Signal, n *Notifier, onReady 
 	reg.MustRegister(newCollector(s.status))
 	srv.Serve(s, reg, os.Getenv(envHooks) == "1")
 	if s.metrics != nil {
-		s.metrics.serve(reg)
+		s.metrics.serve(reg, s.log)
 	}
 	n.Ready(s.dev.Path())
 	if onReady != nil {
@@ -644,7 +657,7 @@ func (s *served) loop(sigs <-chan os.Signal, n *Notifier) error {
 			}
 			// Whoever sent the signal has no answer to read; the log and systemd's status
 			// have it.
-			fmt.Fprintf(os.Stderr, "uraid: %v (on %v)\n", err, sig)
+			s.log.Warn("stop on signal failed", "signal", sig.String(), "err", err)
 			sdNotify("STATUS=" + err.Error())
 		case r := <-s.requests:
 			if r.handover {
@@ -758,17 +771,17 @@ func (s *served) handover() error {
 	// stop, which spares the successor a resync of the regions written lately (it marks them
 	// dirty again before it serves). A member that fails here is left out by the successor.
 	if err := a.MarkClean(); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
+		s.log.Warn("hand over: members not marked clean", "err", err)
 	}
 	s.event(EventHandedOver, "drained and flushed: the device is left to a successor")
 	// From here the successor may start: it waits for this process to end.
 	if err := s.dev.Abandon(); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
+		s.log.Warn("hand over: device queues not closed cleanly", "err", err)
 	}
 	// The members go last, so that the successor cannot open them while this daemon still
 	// could write.
 	if err := a.Close(); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: hand over: %v\n", a.Name, err)
+		s.log.Warn("hand over: members not closed cleanly", "err", err)
 	}
 	return nil
 }
@@ -789,9 +802,9 @@ func (s *served) fail(cause error) error {
 	werr := writeRecord(s.rec)
 	s.mu.Unlock()
 	if werr != nil {
-		fmt.Fprintf(os.Stderr, "uraid: %v\n", werr)
+		s.log.Error("record not written", "err", werr)
 	}
-	fmt.Fprintf(os.Stderr, "uraid: array %s: %s; exiting so that a new daemon takes the device over\n", a.Name, reason)
+	s.log.Error("device failed; exiting so that a new daemon takes the device over", "reason", reason)
 	s.event(EventDeviceFailed, reason+"; exiting so that a new daemon takes the device over")
 	// The other queues close as soon as the array has finished their requests. One stuck on a
 	// dead member must not keep the daemon from exiting: the exit closes everything anyway.
@@ -800,10 +813,10 @@ func (s *served) fail(cause error) error {
 	select {
 	case err := <-abandoned:
 		if err != nil && !errors.Is(err, cause) {
-			fmt.Fprintf(os.Stderr, "uraid: array %s: %v\n", a.Name, err)
+			s.log.Warn("device queues not closed cleanly", "err", err)
 		}
 	case <-time.After(abandonTimeout):
-		fmt.Fprintf(os.Stderr, "uraid: array %s: queues still busy after %v; exiting anyway\n", a.Name, abandonTimeout)
+		s.log.Warn("queues still busy; exiting anyway", "waited", abandonTimeout.String())
 	}
 	return fmt.Errorf("array %s: %s", a.Name, reason)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -32,12 +33,13 @@ const (
 // PausedPath is where a daemon stopped by envPause says so.
 func PausedPath(name string) string { return filepath.Join(RunDir(), name+".paused") }
 
-// pauseAt stops the daemon of name at point, for good, if the environment asks for it.
-func pauseAt(name, point string) {
+// pauseAt stops the daemon of name at point, for good, if the environment asks for it, and says
+// so on log.
+func pauseAt(log *slog.Logger, name, point string) {
 	if os.Getenv(envPause) != point {
 		return
 	}
 	_ = os.WriteFile(PausedPath(name), []byte(fmt.Sprintf("%s %d\n", point, os.Getpid())), 0o600)
-	fmt.Fprintf(os.Stderr, "uraid: array %s: paused at %s (%s), waiting to be killed\n", name, point, envPause)
+	log.Warn("paused at a test hook's point, waiting to be killed", "point", point, "hook", envPause)
 	select {}
 }

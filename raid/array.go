@@ -87,6 +87,8 @@ type Array struct {
 	dataOff []int64
 
 	opts Options
+	// log is the array's logger (Options.Log), its records tagged with array=Name.
+	log  *slog.Logger
 	tags [][]tagState // [queue][tag], each queue's owned by its goroutine
 	// readTurn spreads reads over the copies, one counter per queue, owned by its goroutine.
 	readTurn []uint32
@@ -125,8 +127,19 @@ type Options struct {
 	// disk every half of it. The robustness harness shortens it, so that its short epochs see
 	// checkpoints and trimmed regions reach the disk in the middle of a rebuild.
 	MapIdle time.Duration
+	// Log is where the array logs what happens to it (nil: slog.Default()); a daemon passes its
+	// own.
+	Log *slog.Logger
 	// newIssuer, when set, makes the members' TRIM issuers instead of io_uring: a test hook.
 	newIssuer func(m *Member, dataOff int64, inflight int) (discard.Issuer, error)
+}
+
+// logger is o.Log, or the default logger.
+func (o Options) logger() *slog.Logger {
+	if o.Log != nil {
+		return o.Log
+	}
+	return slog.Default()
 }
 
 // Assemble opens the members at paths, checks that they form the array called name and returns it
@@ -188,7 +201,7 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		delete(byPath, ms.Path)
 	}
 	for _, ms := range asm.Superseded {
-		slog.Warn("assemble: device left out: another device claims its slot with newer events (the old device of a finished replace, or a replacement let go); wipe or reuse it",
+		o.logger().Warn("assemble: device left out: another device claims its slot with newer events (the old device of a finished replace, or a replacement let go); wipe or reuse it",
 			"array", asm.Newest.Name, "device", ms.Path, "index", ms.SB.Index, "events", ms.SB.Events)
 	}
 	for _, m := range byPath { // stale and superseded members take no part
@@ -271,7 +284,7 @@ func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, er
 		return nil, fmt.Errorf("array %s: %d queues of depth %d", sb.Name, o.Queues, o.Depth)
 	}
 	a := &Array{
-		Name: sb.Name, sb: sb, m: m, members: members, opts: o,
+		Name: sb.Name, sb: sb, m: m, members: members, opts: o, log: o.logger().With("array", sb.Name),
 		state:    make([]atomic.Int32, len(members)),
 		stats:    make([]memberStats, len(members)),
 		gran:     make([]mapping.Granularity, len(members)),
@@ -563,7 +576,7 @@ func (a *Array) fail(i int, err error) {
 	}
 	if a.state[i].CompareAndSwap(int32(MemberActive), int32(MemberFailed)) ||
 		a.state[i].CompareAndSwap(int32(MemberRebuilding), int32(MemberFailed)) {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: member %s failed: %v\n", a.Name, a.members[i].Path, err)
+		a.log.Warn("member failed", "member", i, "path", a.members[i].Path, "err", err)
 		a.emit(Event{Type: EventMemberFailed, Member: slotPtr(i), Path: a.members[i].Path, Error: err.Error(),
 			Message: fmt.Sprintf("member %d (%s) failed: %v", i, a.members[i].Path, err)})
 		if !a.readable() {

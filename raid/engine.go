@@ -3,7 +3,6 @@ package raid
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -153,7 +152,7 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 	cfg := discard.Config{
 		Mode: mode,
 		OnError: func(r discard.Range, err error) {
-			fmt.Fprintf(os.Stderr, "uraid: array %s: discard %v: %v\n", a.Name, r, err)
+			a.log.Warn("discard failed", "range", r.String(), "err", err)
 		},
 	}
 	fail := func(err error) (discard.Config, error) {

@@ -166,7 +166,7 @@ func (a *Array) RemoveMember(path string) error {
 		a.refilled[i].Add(1) // the number leaves the device
 	}
 	if err := a.keepNumber(i, m); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: keep member %d's descriptor number: %v; closing it\n", a.Name, i, err)
+		a.log.Warn("descriptor number of the removed member not kept; closing it", "member", i, "path", m.Path, "err", err)
 		return m.Close()
 	}
 	return nil
@@ -472,7 +472,7 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 	} else {
 		a.shadowSet(i, m)
 	}
-	fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s started\n", a.Name, i, m.Path)
+	a.log.Info("rebuild of member started", "member", i, "path", m.Path)
 	return a.syncer.startRebuild(t, 0)
 }
 
@@ -720,7 +720,7 @@ func (a *Array) finishRebuild(t rebuildTarget, settled []bool) error {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s finished\n", a.Name, t.slot, t.dev.Path)
+	a.log.Info("rebuild of member finished", "member", t.slot, "path", t.dev.Path)
 	if t.shadow {
 		a.membershipChanged()
 	}
@@ -770,7 +770,7 @@ func (a *Array) replacementFailed(i int, sh *Member, err error) {
 	if !a.shadows[i].CompareAndSwap(sh, nil) {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "uraid: array %s: replacement %s of member %d failed: %v; the replace is abandoned\n", a.Name, sh.Path, i, err)
+	a.log.Warn("replacement failed; the replace is abandoned", "member", i, "path", sh.Path, "err", err)
 	go func() {
 		defer a.membershipChanged()
 		a.syncer.cancelRebuildOf(i)
@@ -828,7 +828,7 @@ func (a *Array) swapShadow(i int) error {
 	if err := a.engine.Revive(i, cfg); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "uraid: array %s: member %d replaced: %s took the place of %s\n", a.Name, i, nm.Path, old.Path)
+	a.log.Info("member replaced: the new device took the place of the old", "member", i, "path", nm.Path, "old_path", old.Path)
 	a.emit(Event{Type: EventMemberReplaced, Member: slotPtr(i), Path: nm.Path,
 		Message: fmt.Sprintf("%s took the place of %s as member %d", nm.Path, old.Path, i)})
 	return nil
@@ -850,11 +850,11 @@ func (a *Array) activateSpare(i int) {
 	sp := a.spares[0]
 	a.spares = a.spares[1:]
 	a.membersMu.Unlock()
-	fmt.Fprintf(os.Stderr, "uraid: array %s: member %d failed; spare %s takes its place\n", a.Name, i, sp.Path)
+	a.log.Info("member failed; a spare takes its place", "member", i, "spare", sp.Path)
 	a.emit(Event{Type: EventSpareActivated, Member: slotPtr(i), Path: sp.Path,
 		Message: fmt.Sprintf("spare %s takes the place of member %d", sp.Path, i)})
 	if err := a.startRebuild(i, sp, false, false); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: spare %s: %v\n", a.Name, sp.Path, err)
+		a.log.Error("rebuild onto the spare failed to start", "member", i, "spare", sp.Path, "err", err)
 		a.release(sp)
 	}
 }

@@ -119,7 +119,7 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 		return nil, fmt.Errorf("region map: %w", err)
 	default:
 		for _, p := range rep.Problems {
-			fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v (its regions count as dirty)\n", a.Name, p)
+			a.log.Warn("region map damaged: its regions count as dirty", "err", p)
 		}
 	}
 	return newRegions(a, m), nil
@@ -190,7 +190,7 @@ func (g *regions) run() {
 
 func (g *regions) flushLogged(mode region.FlushMode) {
 	if err := g.flush(mode); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+		g.a.log.Error("region map not written", "err", err)
 	}
 }
 
@@ -212,7 +212,7 @@ func (g *regions) lazy(idle time.Duration) {
 	clean := true
 	if dirty && !plant.Is("clean") {
 		if err := g.a.Flush(); err != nil {
-			fmt.Fprintf(os.Stderr, "uraid: array %s: region map: no region cleaned: flush: %v\n", g.a.Name, err)
+			g.a.log.Warn("region map: no region cleaned: members not flushed", "err", err)
 			clean = false
 		}
 	}
@@ -401,7 +401,7 @@ func (g *regions) beginWrite(r *ublk.Request, t *tagState) bool {
 		// Outside the array or too many writes at once: neither can come from a queue the array
 		// sized itself, so it is a bug worth a loud failure of this one request.
 		g.mu.Unlock()
-		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+		g.a.log.Error("region map refused a write; the request fails", "err", err)
 		t.mapFailed = true
 		return true
 	}
@@ -430,7 +430,7 @@ func (g *regions) endWrite(r *ublk.Request, t *tagState, ok bool) {
 	t.mapBegun = false
 	g.mu.Lock()
 	if err := g.m.EndWrite(r.Offset, r.Length, ok); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+		g.a.log.Error("region map: end of write not recorded", "err", err)
 	}
 	if !ok {
 		g.resync.Store(true)
@@ -583,7 +583,7 @@ func (g *regions) setCursor(c region.Cursor) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.m.SetCursor(c); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: region map: %v\n", g.a.Name, err)
+		g.a.log.Error("region map: sync checkpoint not recorded", "err", err)
 	}
 }
 

@@ -259,9 +259,9 @@ func (s *syncer) resumeRebuild() bool {
 			t.onlyResync = c.Action == region.ActionReAdd && !t.shadow
 		}
 		s.g.mu.Unlock()
-		fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild of member %d onto %s resumes at region %d\n", a.Name, i, t.dev.Path, from)
+		a.log.Info("rebuild of member resumes at region", "member", i, "path", t.dev.Path, "region", from)
 		if err := s.startRebuild(t, from); err != nil {
-			fmt.Fprintf(os.Stderr, "uraid: array %s: rebuild: %v\n", a.Name, err)
+			a.log.Error("rebuild failed to resume", "member", i, "path", t.dev.Path, "err", err)
 			return false
 		}
 		return true
@@ -288,7 +288,7 @@ func (s *syncer) resyncIfNeeded() {
 	}
 	s.g.mu.Unlock()
 	if err := s.start(SyncResync, SyncOptions{}, from); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: resync: %v\n", s.a.Name, err)
+		s.a.log.Error("resync failed to start", "err", err)
 	}
 }
 
@@ -444,10 +444,10 @@ func (s *syncer) run(j *syncJob, from int) {
 	}
 	if err != nil && !cancelled {
 		res.Error = err.Error()
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %s failed: %v\n", s.a.Name, j.action, err)
+		s.a.log.Error("sync job failed", "action", j.action, "err", err)
 	} else if !cancelled {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %s done: %d bytes, %d mismatching, %d repaired\n",
-			s.a.Name, j.action, res.DoneBytes, res.MismatchBytes, res.RepairedBytes)
+		s.a.log.Info("sync job done", "action", j.action, "done_bytes", res.DoneBytes,
+			"mismatch_bytes", res.MismatchBytes, "repaired_bytes", res.RepairedBytes)
 	}
 	s.mu.Lock()
 	res.MismatchRegions = j.regions

@@ -1,8 +1,6 @@
 package raid
 
 import (
-	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -516,7 +514,7 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 // record; h, when not nil, times it.
 func (a *Array) completeRecorded(r *ublk.Request, start latency.Stamp, res int32, h *latency.Histogram) {
 	if err := a.recordFailures(); err != nil {
-		fmt.Fprintf(os.Stderr, "uraid: array %s: %v; the request fails\n", a.Name, err)
+		a.log.Error("member failure not on record; the request fails", "err", err)
 		res = -int32(unix.EIO)
 	}
 	if h != nil {

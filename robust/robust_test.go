@@ -54,7 +54,9 @@ func TestMain(m *testing.M) {
 	own := os.Stderr
 	if f, err := os.CreateTemp("", "uraid-robust-*.log"); err == nil {
 		logPath = f.Name()
-		os.Stderr = f // before any array runs: the packages below log to os.Stderr
+		// Before any array runs: the array and the harness log to slog.Default(), and the disk
+		// processes (simdisk) write their log to os.Stderr as it is when they start.
+		os.Stderr = f
 		slog.SetDefault(slog.New(slog.NewTextHandler(f, nil)))
 	}
 	// A run that hangs must not leave the process waiting on disks nobody serves at exit: the

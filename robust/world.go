@@ -2,6 +2,7 @@ package robust
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -217,11 +218,11 @@ func (w *world) blockIn(regions []int) int64 {
 	return min(w.blocks-1, r*rb+w.rng.Int64N(rb))
 }
 
-// The line goes to the array's log too, so that the array's messages read in the order of the
-// harness's steps.
+// The line goes to the array's log too (slog.Default(), which the array logs to unless told
+// otherwise), so that the array's messages read in the order of the harness's steps.
 func (w *world) logf(format string, args ...any) {
 	line := fmt.Sprintf("[%d @%d] ", w.requests.Load(), w.hist.seen.Load()) + fmt.Sprintf(format, args...)
-	fmt.Fprintf(os.Stderr, "robust: %s\n", line)
+	slog.Info("robust: " + line)
 	if w.cfg.Log != nil {
 		w.cfg.Log(line)
 	}

@@ -27,6 +27,8 @@ type serveFlags struct {
 	metrics    string
 	foreground bool
 	logFormat  string
+	// log is the daemon's logger, made once (logger).
+	log *slog.Logger
 }
 
 func (f *serveFlags) register(cmd *cobra.Command) {
@@ -112,7 +114,7 @@ func (f *serveFlags) options(degraded bool) raid.Options {
 	all, per, _ := parseInFlight(f.inflight) // checked by check
 	return raid.Options{Queues: q, Depth: f.depth, Degraded: degraded,
 		Discard: raid.DiscardOptions{Mode: f.discard, InFlight: all, MemberInFlight: per,
-			Exclusive: f.exclusive, MinGap: f.minGap}}
+			Exclusive: f.exclusive, MinGap: f.minGap}, Log: f.logger()}
 }
 
 // args renders the flags for the detached `uraid serve`.
@@ -176,7 +178,7 @@ func serveHere(cmd *cobra.Command, a *raid.Array, members []string, f *serveFlag
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.logger()}
+	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.daemonLogger()}
 	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
 }
 
@@ -185,16 +187,28 @@ func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notif
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
-	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.logger()}, n, printDevice(cmd, f)))
+	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.daemonLogger()}, n, printDevice(cmd, f)))
 }
 
-// logger is the daemon's event log: stderr, which systemd gives to journald and a detached
-// daemon appends to its log file.
+// logger is the daemon's log, of its events and its array's messages: stderr, which systemd
+// gives to journald and a detached daemon appends to its log file.
 func (f *serveFlags) logger() *slog.Logger {
+	if f.log != nil {
+		return f.log
+	}
 	l, err := daemon.NewLogger(os.Stderr, f.logFormat)
 	if err != nil { // checked by check; the serve command skips that
 		l, _ = daemon.NewLogger(os.Stderr, daemon.LogText)
 	}
+	f.log = l
+	return l
+}
+
+// daemonLogger is logger, made the default too as this process becomes the daemon: whatever
+// logs to slog.Default() goes to the same place.
+func (f *serveFlags) daemonLogger() *slog.Logger {
+	l := f.logger()
+	slog.SetDefault(l)
 	return l
 }
 

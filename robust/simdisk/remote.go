@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -87,7 +88,11 @@ func startWith(parent string, seed uint64, onCut func(Cut), env []string) (*Disk
 	cmd := exec.Command(exe, "-test.list=^$")
 	cmd.Env = append(append(os.Environ(), env...), childEnv+"="+parent+":"+strconv.FormatUint(seed, 10))
 	cmd.ExtraFiles = []*os.File{ctlChild, evChild} // fds 3 and 4
-	cmd.Stderr = os.Stderr                         // its log; it writes nothing else
+	// The disk process's log (slog on its stderr; it writes nothing else) joins this process's:
+	// passed through as it is, since another process's lines cannot go through this one's
+	// logger, and wherever this process points os.Stderr (the harness: its log file) they land
+	// among its own.
+	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// The death signal comes when the thread that started the child exits, not the process:
 	// a thread Go later hands to a goroutine that locks it and returns (the ublk queue's does)
@@ -301,7 +306,7 @@ func ServeChild() {
 func serveChild(env string) int {
 	ctl, err := net.FileConn(os.NewFile(3, "simdisk-ctl"))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "simdisk: disk process: control socket: %v\n", err)
+		slog.Error("simdisk: disk process: no control socket", "err", err)
 		return 2
 	}
 	enc, dec := gob.NewEncoder(ctl), gob.NewDecoder(ctl)
@@ -334,7 +339,7 @@ func serveChild(env string) int {
 		if err := dec.Decode(&q); err != nil {
 			// The process served is gone (io.EOF) or broke the protocol: the disks go with it.
 			if !errors.Is(err, io.EOF) {
-				fmt.Fprintf(os.Stderr, "simdisk: disk process: %v\n", err)
+				slog.Error("simdisk: disk process: control request unreadable; closing the disks", "err", err)
 			}
 			fs.Close()
 			return 0
