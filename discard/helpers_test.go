@@ -106,19 +106,6 @@ func (f *fakeDrive) open() {
 	}()
 }
 
-// eventually polls cond until it holds: a wait for state, with the same
-// deadline as every other.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine never got to the expected state")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
 func newEngine(t *testing.T, cfg Config) *Engine {
 	t.Helper()
 	e, err := New(cfg)
