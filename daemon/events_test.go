@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/raid"
 )
 
@@ -21,17 +22,6 @@ func (h *hub) subscribers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.subs)
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func recv(t *testing.T, ch <-chan raid.Event) raid.Event {
@@ -60,7 +50,7 @@ func TestEventStreamOverSocket(t *testing.T) {
 	go func() {
 		ended <- NewClient("ev").Events(context.Background(), func(e raid.Event) error { got <- e; return nil })
 	}()
-	waitUntil(t, "the watcher subscribes", func() bool { return a.hub().subscribers() == 1 })
+	testutil.WaitFor(t, "the watcher subscribed", func() bool { return a.hub().subscribers() == 1 })
 	zero := 0
 	a.hub().publish(raid.Event{Array: "ev", Type: raid.EventMemberFailed, Member: &zero, Path: "/dev/x", Message: "member 0 failed"})
 	a.hub().publish(raid.Event{Array: "ev", Type: raid.EventDegraded, Message: "degraded"})
