@@ -60,10 +60,11 @@ func TestOnlyTestsImportTestutil(t *testing.T) {
 // fakeTB records what a helper would fail a test with.
 type fakeTB struct {
 	testing.TB
-	failed string
+	failed, skipped string
 }
 
-func (f *fakeTB) Helper() {}
+func (f *fakeTB) Helper()          {}
+func (f *fakeTB) Skip(args ...any) { f.skipped = fmt.Sprint(args...) }
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.failed = fmt.Sprintf(format, args...)
 }
@@ -101,4 +102,22 @@ func TestAllocatedCountsWrittenBytes(t *testing.T) {
 	require.NoError(t, os.WriteFile(b, make([]byte, 64<<10), 0))
 	assert.GreaterOrEqual(t, Allocated(t, a, b), before+64<<10)
 	assert.Equal(t, Allocated(t, a)+Allocated(t, b), Allocated(t, a, b), "the files' bytes together")
+}
+
+func TestNeedFUSESkipsUnlessARunRequiresIt(t *testing.T) {
+	t.Setenv("URAID_ROBUST", "")
+	f := &fakeTB{TB: t}
+	NeedFUSE(f)
+	assert.Contains(t, f.skipped, "URAID_ROBUST=1")
+
+	t.Setenv("URAID_ROBUST", "1")
+	f = &fakeTB{TB: t}
+	NeedFUSE(f)
+	assert.Empty(t, f.skipped, "a run that requires the tests does not skip them")
+	_, err := os.Stat("/dev/fuse")
+	if err != nil || os.Geteuid() != 0 {
+		assert.Contains(t, f.failed, "FUSE is not usable here", "nor passes without them")
+	} else {
+		assert.Empty(t, f.failed)
+	}
 }
