@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -26,13 +25,7 @@ func (h *hub) subscribers() int {
 
 func recv(t *testing.T, ch <-chan raid.Event) raid.Event {
 	t.Helper()
-	select {
-	case e := <-ch:
-		return e
-	case <-time.After(time.Minute):
-		t.Fatal("no event within a minute")
-		return raid.Event{}
-	}
+	return testutil.Receive(t, ch, "an event")
 }
 
 // TestEventStreamOverSocket: GET /events streams every event published after the watcher came,
@@ -64,12 +57,7 @@ func TestEventStreamOverSocket(t *testing.T) {
 	a.hub().publish(raid.Event{Array: "ev", Type: EventStopped, Message: "stopped"})
 	require.NoError(t, s.Close())
 	assert.Equal(t, EventStopped, recv(t, got).Type)
-	select {
-	case err := <-ended:
-		assert.NoError(t, err)
-	case <-time.After(time.Minute):
-		t.Fatal("the stream did not end with the socket")
-	}
+	assert.NoError(t, testutil.Receive(t, ended, "the stream to end with the socket"))
 	assert.Zero(t, a.hub().subscribers(), "the watcher is gone")
 }
 

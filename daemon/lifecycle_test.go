@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/internal/uapi"
 	"uraid/mapping"
 	"uraid/raid"
@@ -114,13 +115,7 @@ func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 // ended returns the loop's result once it has returned.
 func (l *lifecycle) ended() error {
 	l.t.Helper()
-	select {
-	case err := <-l.done:
-		return err
-	case <-time.After(30 * time.Second):
-		l.t.Fatal("the daemon's loop did not end")
-		return nil
-	}
+	return testutil.Receive(l.t, l.done, "the daemon's loop to end")
 }
 
 func (l *lifecycle) running() bool {

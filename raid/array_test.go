@@ -394,11 +394,7 @@ func (h *heldTrims) issuer(m *Member, dataOff int64, inflight int) (discard.Issu
 func (h *heldTrims) wait(t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		select {
-		case <-h.entered:
-		case <-time.After(30 * time.Second):
-			t.Fatal("a TRIM never reached its member")
-		}
+		testutil.Receive(t, h.entered, "a TRIM to reach its member")
 	}
 }
 

@@ -92,13 +92,7 @@ func async(f func() error) <-chan error {
 // result waits for what async sends.
 func result(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(testutil.Patience):
-		t.Fatalf("%s did not return within %v", what, testutil.Patience)
-		return nil
-	}
+	return testutil.Receive(t, ch, what+" to return")
 }
 
 // pending reports whether what async runs has not returned yet.

@@ -91,6 +91,17 @@ func TestWaitForFailsNamingWhatNeverCame(t *testing.T) {
 	assert.Contains(t, f.failed, "3 TRIMs queued", "the last error says how far the state got")
 }
 
+func TestReceive(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	assert.Equal(t, 7, Receive(t, ch, "a seven"))
+
+	f := &fakeTB{TB: t}
+	assert.Zero(t, receiveWithin(f, 20*time.Millisecond, ch, "a second seven"))
+	assert.Contains(t, f.failed, "a second seven")
+	assert.Contains(t, f.failed, "20ms")
+}
+
 func TestAllocatedCountsWrittenBytes(t *testing.T) {
 	dir := t.TempDir()
 	a := SparseFile(t, dir, "a", 1<<20)

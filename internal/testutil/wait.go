@@ -68,3 +68,24 @@ func poll(limit time.Duration, check func() error) error {
 		pause = min(2*pause, maxPause)
 	}
 }
+
+// Receive waits for a value on ch and returns it, and fails t, naming what it waited for, if none
+// comes within Patience. A closed channel gives its zero value, as a receive does.
+func Receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	return receiveWithin(t, Patience, ch, what)
+}
+
+func receiveWithin[T any](t testing.TB, limit time.Duration, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("still waiting after %v for: %s", limit, what)
+		var zero T
+		return zero
+	}
+}
