@@ -4,5 +4,6 @@
 // (TestOnlyTestsImportTestutil checks), nor its subpackages.
 //
 // Of the project it imports internal/clock alone, so that the tests of every other package
-// can use it; helpers that need more (ublktest needs ublk) live in subpackages.
+// can use it; helpers that need more live in subpackages: ublktest (requests through a
+// ublk.Harness) and gosrc (a package type-checked from its source).
 package testutil
