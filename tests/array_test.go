@@ -30,12 +30,19 @@ const memberSize = 192 << 20
 func uraidBin(t *testing.T) string {
 	t.Helper()
 	needGuest(t)
-	bin := os.Getenv("URAID_BIN")
+	return builtBin(t, "URAID_BIN", "uraid")
+}
+
+// builtBin is the binary that make test-vm builds as what and names in the variable env; without
+// it the test skips, or fails under URAID_E2E=1.
+func builtBin(t *testing.T, env, what string) string {
+	t.Helper()
+	bin := os.Getenv(env)
 	if bin == "" {
 		if mustRunE2E() {
-			t.Fatal("URAID_BIN is not set: make test-vm builds uraid and sets it")
+			t.Fatalf("%s is not set: make test-vm builds %s and sets it", env, what)
 		}
-		t.Skip("URAID_BIN is not set: run make test-vm")
+		t.Skipf("%s is not set: run make test-vm", env)
 	}
 	return bin
 }

@@ -407,14 +407,7 @@ func delayedWrites(names []string) int {
 // running array over to.
 func uraidNext(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("URAID_BIN_NEXT")
-	if bin == "" {
-		if mustRunE2E() {
-			t.Fatal("URAID_BIN_NEXT is not set: make test-vm builds a second uraid and sets it")
-		}
-		t.Skip("URAID_BIN_NEXT is not set: run make test-vm")
-	}
-	return bin
+	return builtBin(t, "URAID_BIN_NEXT", "a second uraid")
 }
 
 // TestE2ERestartUnderLoad upgrades the daemon of a mounted raid10 under load to another build and
