@@ -379,15 +379,15 @@ func startPaced(t *testing.T, a *Array, start, then func()) {
 	then()
 	done := make(chan struct{})
 	go func() { a.WaitSync(); close(done) }()
-	for {
+	testutil.WaitFor(t, "the paced rebuild to end", func() bool {
 		select {
 		case <-done:
-			return
+			return true
 		default:
+			clk.Advance(time.Second) // the next region's turn
+			return false
 		}
-		clk.Advance(time.Second)
-		time.Sleep(time.Millisecond)
-	}
+	})
 }
 
 // TestRebuildReadsTheLeastStalledCopy: with a TRIM in flight on one source copy, the rebuild
