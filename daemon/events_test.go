@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/raid"
 )
 
@@ -23,26 +23,9 @@ func (h *hub) subscribers() int {
 	return len(h.subs)
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func recv(t *testing.T, ch <-chan raid.Event) raid.Event {
 	t.Helper()
-	select {
-	case e := <-ch:
-		return e
-	case <-time.After(time.Minute):
-		t.Fatal("no event within a minute")
-		return raid.Event{}
-	}
+	return testutil.Receive(t, ch, "an event")
 }
 
 // TestEventStreamOverSocket: GET /events streams every event published after the watcher came,
@@ -60,7 +43,7 @@ func TestEventStreamOverSocket(t *testing.T) {
 	go func() {
 		ended <- NewClient("ev").Events(context.Background(), func(e raid.Event) error { got <- e; return nil })
 	}()
-	waitUntil(t, "the watcher subscribes", func() bool { return a.hub().subscribers() == 1 })
+	testutil.WaitFor(t, "the watcher subscribed", func() bool { return a.hub().subscribers() == 1 })
 	zero := 0
 	a.hub().publish(raid.Event{Array: "ev", Type: raid.EventMemberFailed, Member: &zero, Path: "/dev/x", Message: "member 0 failed"})
 	a.hub().publish(raid.Event{Array: "ev", Type: raid.EventDegraded, Message: "degraded"})
@@ -74,12 +57,7 @@ func TestEventStreamOverSocket(t *testing.T) {
 	a.hub().publish(raid.Event{Array: "ev", Type: EventStopped, Message: "stopped"})
 	require.NoError(t, s.Close())
 	assert.Equal(t, EventStopped, recv(t, got).Type)
-	select {
-	case err := <-ended:
-		assert.NoError(t, err)
-	case <-time.After(time.Minute):
-		t.Fatal("the stream did not end with the socket")
-	}
+	assert.NoError(t, testutil.Receive(t, ended, "the stream to end with the socket"))
 	assert.Zero(t, a.hub().subscribers(), "the watcher is gone")
 }
 

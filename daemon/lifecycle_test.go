@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/internal/uapi"
 	"uraid/mapping"
 	"uraid/raid"
@@ -140,13 +141,7 @@ func logTo() (*slog.Logger, *logBuffer) {
 // ended returns the loop's result once it has returned.
 func (l *lifecycle) ended() error {
 	l.t.Helper()
-	select {
-	case err := <-l.done:
-		return err
-	case <-time.After(30 * time.Second):
-		l.t.Fatal("the daemon's loop did not end")
-		return nil
-	}
+	return testutil.Receive(l.t, l.done, "the daemon's loop to end")
 }
 
 func (l *lifecycle) running() bool {

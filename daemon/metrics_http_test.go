@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/internal/testutil"
 )
 
 func metricsRegistry() *prometheus.Registry {
@@ -68,15 +71,16 @@ func TestMetricsSuccessorWaitsForPort(t *testing.T) {
 	ms.serve(metricsRegistry(), slog.Default())
 	defer ms.Close()
 	hold.Close() // the predecessor exits
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.WaitForNoError(t, testutil.Patience, "the successor to serve metrics on "+addr, func() error {
 		code, body, err := get("http://" + addr + "/metrics")
-		if err == nil && code == 200 && strings.Contains(body, "uraid_array_state") {
-			break
+		switch {
+		case err != nil:
+			return err
+		case code != 200 || !strings.Contains(body, "uraid_array_state"):
+			return fmt.Errorf("status %d, uraid_array_state not in the body", code)
 		}
-		require.True(t, time.Now().Before(deadline), "the successor never served metrics on %s: %v", addr, err)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestMetricsCloseWhileWaitingForPort: Close does not wait out the retry.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"uraid/internal/discardtest"
+	"uraid/internal/testutil"
 	"uraid/simssd"
 )
 
@@ -127,9 +128,7 @@ func BenchmarkReadP99UnderTrims(b *testing.B) {
 					<-done
 				}
 			})
-			for e.Stats()[0].InFlight == 0 {
-				time.Sleep(time.Millisecond)
-			}
+			testutil.WaitFor(b, "a TRIM in flight on member 0", func() bool { return e.Stats()[0].InFlight != 0 })
 		}
 		rng := rand.New(rand.NewPCG(3, 4))
 		buf := make([]byte, 4096)

@@ -12,6 +12,7 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/internal/testutil"
 )
 
 func TestFanOutIsConcurrent(t *testing.T) {
@@ -476,7 +477,7 @@ func TestBeginReadSteers(t *testing.T) {
 	}
 	f0.next(t)
 	f2.next(t)
-	eventually(t, func() bool { return e.Stats()[5].Completed == 1 })
+	testutil.WaitFor(t, "member 5's TRIM done", func() bool { return e.Stats()[5].Completed == 1 })
 	discard(e, Range{Member: 5, Off: 1 << 20, Len: 4096})
 	clk.WaitFor(2) // member 1 waits for the I/O to end, member 5 for its gap
 	got := []int{}
@@ -584,25 +585,25 @@ func TestTrimmed(t *testing.T) {
 	f0.next(t)
 	f1.next(t)
 	f0.release(t)
-	eventually(t, func() bool { return e.Stats()[0].Completed == 1 })
+	testutil.WaitFor(t, "member 0's first TRIM done", func() bool { return e.Stats()[0].Completed == 1 })
 	assert.False(t, e.Trimmed(a), "trimmed on one member only")
 	b := mark(Range{Member: 0, Off: 8192, Len: 4096})
 	f1.release(t)
-	eventually(t, func() bool { return e.Stats()[1].Completed == 1 })
+	testutil.WaitFor(t, "member 1's TRIM done", func() bool { return e.Stats()[1].Completed == 1 })
 	assert.True(t, e.Trimmed(a))
 	assert.False(t, e.Trimmed(b), "a later discard is not done because an earlier one is")
 
 	f0.err = errors.New("medium error")
 	f0.next(t)
 	f0.release(t)
-	eventually(t, func() bool { return e.Stats()[0].Completed == 2 })
+	testutil.WaitFor(t, "member 0's failed TRIM done", func() bool { return e.Stats()[0].Completed == 2 })
 	assert.False(t, e.Trimmed(b), "its TRIM failed")
 	assert.True(t, e.Trimmed(a), "it was trimmed before the failure")
 	f0.err = nil
 	c := mark(Range{Member: 0, Off: 1 << 20, Len: 4096})
 	f0.next(t)
 	f0.release(t)
-	eventually(t, func() bool { return e.Stats()[0].Completed == 3 })
+	testutil.WaitFor(t, "member 0's third TRIM done", func() bool { return e.Stats()[0].Completed == 3 })
 	assert.True(t, e.Trimmed(c), "a discard queued after the failure")
 	assert.True(t, e.Trimmed(TrimMark{}), "a discard that queued nothing has nothing left to trim")
 	f0.open()

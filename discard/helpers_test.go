@@ -9,16 +9,14 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/internal/testutil"
 )
 
 // Test doubles for the engine's callers and members. Nothing here waits for
 // time to pass: tests wait for state (a TRIM entering the drive, a request
-// resumed), with a long deadline that only turns a hang into a failure.
-
-// hang is how long a test waits for something that must happen before it
-// calls the engine broken. It is not a timing assumption: a correct engine
-// gets there in microseconds, however slow the machine.
-const hang = 30 * time.Second
+// resumed), with a long deadline (testutil.Patience) that only turns a hang
+// into a failure. It is not a timing assumption: a correct engine gets there
+// in microseconds, however slow the machine.
 
 // fakeDrive records TRIMs and can hold each one until released, so tests
 // decide exactly what is in flight. Its TRIMs run through discardtest.Blocking.
@@ -78,13 +76,7 @@ func (f *fakeDrive) Calls() [][2]int64 {
 // next waits for the next TRIM to reach the drive.
 func (f *fakeDrive) next(t *testing.T) [2]int64 {
 	t.Helper()
-	select {
-	case r := <-f.entered:
-		return r
-	case <-time.After(hang):
-		t.Fatal("no TRIM reached the drive")
-		return [2]int64{}
-	}
+	return testutil.Receive(t, f.entered, "a TRIM to reach the drive")
 }
 
 // release lets one held TRIM finish.
@@ -92,7 +84,7 @@ func (f *fakeDrive) release(t *testing.T) {
 	t.Helper()
 	select {
 	case f.hold <- struct{}{}:
-	case <-time.After(hang):
+	case <-time.After(testutil.Patience):
 		t.Fatal("no TRIM is held")
 	}
 }
@@ -104,19 +96,6 @@ func (f *fakeDrive) open() {
 		for range f.entered {
 		}
 	}()
-}
-
-// eventually polls cond until it holds: a wait for state, with the same
-// deadline as every other.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hang)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine never got to the expected state")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
 }
 
 func newEngine(t *testing.T, cfg Config) *Engine {
@@ -142,11 +121,7 @@ func (w waiter) Resume() {
 
 func (w waiter) wait(t *testing.T) {
 	t.Helper()
-	select {
-	case <-w:
-	case <-time.After(hang):
-		t.Fatal("a parked request was never resumed")
-	}
+	testutil.Receive(t, w, "the parked request to be resumed")
 }
 
 // resumed reports, without waiting, whether the request was resumed.
@@ -166,13 +141,7 @@ func (c completer) Done(err error) { c <- err }
 
 func (c completer) wait(t *testing.T) error {
 	t.Helper()
-	select {
-	case err := <-c:
-		return err
-	case <-time.After(hang):
-		t.Fatal("a discard was never acknowledged")
-		return nil
-	}
+	return testutil.Receive(t, c, "the discard to be acknowledged")
 }
 
 // done reports, without waiting, whether the discard was acknowledged.

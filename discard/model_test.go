@@ -1,9 +1,7 @@
 package discard
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/internal/testutil"
 	"uraid/simssd"
 )
 
@@ -30,18 +29,7 @@ import (
 // or RAPID_CHECKS says otherwise.
 const modelChecks = 10000
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	set := os.Getenv("RAPID_CHECKS") != ""
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	if !set {
-		if err := flag.Set("rapid.checks", fmt.Sprint(modelChecks)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.RapidMain(m, modelChecks) }
 
 const unit = 512
 

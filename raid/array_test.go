@@ -17,6 +17,8 @@ import (
 	"uraid/discard"
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
 	"uraid/ublk"
 )
@@ -46,7 +48,7 @@ var arrayCases = []arrayCase{
 
 func createArray(t *testing.T, c arrayCase, mode string) (*Array, []string) {
 	t.Helper()
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	var paths []string
 	for i := range c.n {
 		paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
@@ -80,25 +82,6 @@ func harnessMode(t *testing.T, a *Array, zc bool) *ublk.Harness {
 
 var dataModes = map[string]bool{"copy": false, "zero-copy": true}
 
-func do(t *testing.T, h *ublk.Harness, op ublk.Op, off int64, data []byte) []byte {
-	t.Helper()
-	n := int64(len(data))
-	if op == ublk.OpWrite {
-		copy(h.Buf(0), data)
-	}
-	res, err := h.Do(ublk.HarnessRequest{Op: op, Offset: off, Length: n})
-	require.NoError(t, err)
-	want := int32(0)
-	if op == ublk.OpRead || op == ublk.OpWrite {
-		want = int32(n)
-	}
-	require.Equal(t, want, res, "%v at %d+%d", op, off, n)
-	if op == ublk.OpRead {
-		return bytes.Clone(h.Buf(0)[:n])
-	}
-	return nil
-}
-
 // TestArrayDataSurvives writes random data at random places through the array's ublk target,
 // reads it back, then stops the array, assembles it again and reads everything once more; with
 // the queue copying through its buffers and in zero-copy mode.
@@ -128,14 +111,14 @@ func testArrayDataSurvives(t *testing.T, c arrayCase, zc bool) {
 		off := rng.Int64N((size-n)/512+1) * 512
 		from := rng.Int64N(int64(len(pool)) - n + 1)
 		data := pool[from : from+n]
-		do(t, h, ublk.OpWrite, off, data)
+		ublktest.Write(t, h, off, data)
 		copy(model[off:], data)
 		if rng.IntN(4) == 0 {
 			o2 := rng.Int64N((size-n)/512+1) * 512
-			require.Equal(t, model[o2:o2+n], do(t, h, ublk.OpRead, o2, make([]byte, n)))
+			require.Equal(t, model[o2:o2+n], ublktest.Read(t, h, o2, int(n)))
 		}
 	}
-	do(t, h, ublk.OpFlush, 0, nil)
+	ublktest.Flush(t, h)
 	require.NoError(t, h.Close())
 	require.NoError(t, a.MarkClean())
 	require.NoError(t, a.Close())
@@ -147,7 +130,7 @@ func testArrayDataSurvives(t *testing.T, c arrayCase, zc bool) {
 	h2 := harnessMode(t, b, zc)
 	for off := int64(0); off < size; off += harnessMaxIO {
 		n := min(harnessMaxIO, size-off)
-		require.Equal(t, model[off:off+n], do(t, h2, ublk.OpRead, off, make([]byte, n)), "offset %d", off)
+		require.Equal(t, model[off:off+n], ublktest.Read(t, h2, off, int(n)), "offset %d", off)
 	}
 }
 
@@ -159,16 +142,6 @@ func randomBytes(n int64, seed uint64) []byte {
 	b := make([]byte, n)
 	_, _ = rand.NewChaCha8(key).Read(b)
 	return b
-}
-
-func allocated(t *testing.T, paths []string) int64 {
-	var total int64
-	for _, p := range paths {
-		var st unix.Stat_t
-		require.NoError(t, unix.Stat(p, &st))
-		total += st.Blocks * 512
-	}
-	return total
 }
 
 // TestArrayDiscard checks that a discard frees member space, reads back as zeros on every copy,
@@ -184,20 +157,20 @@ func TestArrayDiscard(t *testing.T) {
 				h := harness(t, a)
 				fill := bytes.Repeat([]byte{0xA5}, harnessMaxIO)
 				for off := int64(0); off < size; off += harnessMaxIO {
-					do(t, h, ublk.OpWrite, off, fill[:min(harnessMaxIO, size-off)])
+					ublktest.Write(t, h, off, fill[:min(harnessMaxIO, size-off)])
 				}
-				do(t, h, ublk.OpFlush, 0, nil)
-				before := allocated(t, paths)
+				ublktest.Flush(t, h)
+				before := testutil.Allocated(t, paths...)
 
 				// Unaligned to chunks on both ends, page aligned.
 				off, n := size/4+4096*3, size/2+4096
-				do(t, h, ublk.OpDiscard, off, make([]byte, n))
+				ublktest.Discard(t, h, off, n)
 				a.engine.Drain()
-				after := allocated(t, paths)
+				after := testutil.Allocated(t, paths...)
 				assert.Less(t, after, before-n/2, "a discard of %d bytes freed only %d", n, before-after)
 
 				for _, probe := range []int64{off - 4096, off, off + n - 4096, off + n} {
-					got := do(t, h, ublk.OpRead, probe, make([]byte, 4096))
+					got := ublktest.Read(t, h, probe, 4096)
 					inside := probe >= off && probe < off+n
 					if inside {
 						assert.Equal(t, make([]byte, 4096), got, "discarded block at %d", probe)
@@ -226,7 +199,7 @@ func TestArrayMirrorFailover(t *testing.T) {
 			a, paths := createArray(t, c, "sync")
 			h := harness(t, a)
 			data := bytes.Repeat([]byte("uraid!"), 4096)[:16384]
-			do(t, h, ublk.OpWrite, 0, data)
+			ublktest.Write(t, h, 0, data)
 
 			// Swap member 1 for a read-only descriptor: every write to it now fails.
 			ro, err := os.Open(paths[1])
@@ -234,13 +207,13 @@ func TestArrayMirrorFailover(t *testing.T) {
 			a.members[1].File.Close()
 			a.members[1].File = ro
 			for off := int64(0); off < 4*(64<<10); off += 16384 {
-				do(t, h, ublk.OpWrite, off, data)
+				ublktest.Write(t, h, off, data)
 			}
 			st := a.Status("", 0)
 			assert.Equal(t, StateNameDegraded, st.State)
 			assert.Equal(t, "failed", st.Members[1].State)
 			for off := int64(0); off < 4*(64<<10); off += 16384 {
-				assert.Equal(t, data, do(t, h, ublk.OpRead, off, make([]byte, len(data))))
+				assert.Equal(t, data, ublktest.Read(t, h, off, len(data)))
 			}
 			require.NoError(t, h.Close())
 			require.NoError(t, a.Close())
@@ -253,7 +226,7 @@ func TestArrayMirrorFailover(t *testing.T) {
 			defer b.Close()
 			assert.Equal(t, StateNameDegraded, b.Status("", 0).State)
 			h2 := harness(t, b)
-			assert.Equal(t, data, do(t, h2, ublk.OpRead, 3*16384, make([]byte, len(data))))
+			assert.Equal(t, data, ublktest.Read(t, h2, 3*16384, len(data)))
 		})
 	}
 }
@@ -340,7 +313,7 @@ func TestArrayReadsSpreadOverMirrors(t *testing.T) {
 			h := harness(t, a)
 			const reads = 400
 			for i := range reads {
-				do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
+				ublktest.Read(t, h, int64(i)*16384, 4096)
 			}
 			st := a.Status("", 0)
 			fair := float64(reads) / float64(c.n)
@@ -355,7 +328,7 @@ func TestArrayReadsSpreadOverMirrors(t *testing.T) {
 // so they neither wait behind those TRIMs nor hold them back; once it is done, reads spread again.
 func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	c := arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
@@ -370,14 +343,17 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 		a.engine.Discard(&discard.Discard{Ranges: []discard.Range{{Member: 0, Off: off, Len: 4096}}, Done: done})
 		require.NoError(t, <-done)
 	}
-	waitFor(t, func() bool { st := a.engine.Stats()[0]; return st.Completed == 1 && st.Queued == 1 })
+	testutil.WaitFor(t, "member 0's first TRIM done and its second queued", func() bool {
+		st := a.engine.Stats()[0]
+		return st.Completed == 1 && st.Queued == 1
+	})
 	reads := func() [2]uint64 {
 		st := a.Status("", 0)
 		return [2]uint64{st.Members[0].IO.Reads, st.Members[1].IO.Reads}
 	}
 	before := reads()
 	for i := range 100 {
-		do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
+		ublktest.Read(t, h, int64(i)*16384, 4096)
 	}
 	after := reads()
 	assert.Equal(t, before[0], after[0], "no read may go to the member with TRIMs pending")
@@ -386,7 +362,7 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	a.engine.Drain()
 	for i := range 100 {
-		do(t, h, ublk.OpRead, int64(i)*16384, make([]byte, 4096))
+		ublktest.Read(t, h, int64(i)*16384, 4096)
 	}
 	assert.InDelta(t, 50, float64(reads()[0]-after[0]), 25, "with no TRIM pending reads spread over both copies")
 }
@@ -395,18 +371,6 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 type discardDone chan error
 
 func (d discardDone) Done(err error) { d <- err }
-
-// waitFor polls cond until it holds: a wait for state, bounded only to turn a hang into a failure.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("the array never got to the expected state")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
 
 // heldTrims makes each member's TRIMs wait at a gate the test opens, then punch the hole for
 // real, so that a test decides what is in flight.
@@ -430,11 +394,7 @@ func (h *heldTrims) issuer(m *Member, dataOff int64, inflight int) (discard.Issu
 func (h *heldTrims) wait(t *testing.T, n int) {
 	t.Helper()
 	for range n {
-		select {
-		case <-h.entered:
-		case <-time.After(30 * time.Second):
-			t.Fatal("a TRIM never reached its member")
-		}
+		testutil.Receive(t, h.entered, "a TRIM to reach its member")
 	}
 }
 
@@ -442,7 +402,7 @@ func (h *heldTrims) wait(t *testing.T, n int) {
 // pending wait for it without blocking the queue (another request completes meanwhile), then go
 // on through the ring: the write is not undone by the TRIM, and the read sees the trimmed bytes.
 func TestArrayParksAroundTrims(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
@@ -452,11 +412,11 @@ func TestArrayParksAroundTrims(t *testing.T) {
 	defer a.Close()
 	h := harness(t, a)
 	old := bytes.Repeat([]byte{0x11}, 64<<10)
-	do(t, h, ublk.OpWrite, 0, old)
-	do(t, h, ublk.OpWrite, 1<<20, old)
+	ublktest.Write(t, h, 0, old)
+	ublktest.Write(t, h, 1<<20, old)
 
 	// A write over the TRIMs in flight waits; a read elsewhere is served meanwhile.
-	do(t, h, ublk.OpDiscard, 0, make([]byte, 64<<10))
+	ublktest.Discard(t, h, 0, 64<<10)
 	held.wait(t, 2)
 	fresh := bytes.Repeat([]byte{0x22}, 4096)
 	copy(h.Buf(1), fresh)
@@ -475,12 +435,12 @@ func TestArrayParksAroundTrims(t *testing.T) {
 	assert.EqualValues(t, 4096, res)
 	a.DrainDiscards()
 	for turn := range 2 { // both copies
-		got := do(t, h, ublk.OpRead, 8192, make([]byte, 4096))
+		got := ublktest.Read(t, h, 8192, 4096)
 		assert.Equal(t, fresh, got, "read %d: the TRIM undid the write", turn)
 	}
 
 	// A read of bytes being trimmed waits until every copy is done, and reads them trimmed.
-	do(t, h, ublk.OpDiscard, 1<<20, make([]byte, 64<<10))
+	ublktest.Discard(t, h, 1<<20, 64<<10)
 	held.wait(t, 2)
 	require.NoError(t, h.Start(3, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 1 << 20, Length: 4096}))
 	assert.EqualValues(t, 1, a.Status("", 0).Discard.ParkedReads)

@@ -12,20 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/testutil"
 	"uraid/mapping"
 )
 
 const mib = 1 << 20
-
-func sparseFile(t *testing.T, dir, name string, size int64) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	f, err := os.Create(p)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(size))
-	require.NoError(t, f.Close())
-	return p
-}
 
 // snapshot fingerprints each path's content, or records that it does not exist. It hashes the
 // size and the data segments with their offsets: holes read as zeros, so that is the content, and
@@ -82,8 +73,8 @@ func closeAll(ms []*Member) {
 }
 
 func TestCreateWritesSuperblocks(t *testing.T) {
-	dir := memDir(t)
-	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), sparseFile(t, dir, "m2", 64*mib), filepath.Join(dir, "sub", "m3")}
+	dir := testutil.MemDir(t)
+	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), testutil.SparseFile(t, dir, "m2", 64*mib), filepath.Join(dir, "sub", "m3")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID10, Size: 64 * mib, Members: paths})
 	require.NoError(t, err)
 	closeAll(ms)
@@ -118,7 +109,7 @@ func TestCreateRefusals(t *testing.T) {
 	member := func(t *testing.T, dir string, n int) []string {
 		var ps []string
 		for i := range n {
-			ps = append(ps, sparseFile(t, dir, "m"+string(rune('0'+i)), 16*mib))
+			ps = append(ps, testutil.SparseFile(t, dir, "m"+string(rune('0'+i)), 16*mib))
 		}
 		return ps
 	}
@@ -158,7 +149,7 @@ func TestCreateRefusals(t *testing.T) {
 		}, ErrDuplicate, "same disk"},
 		{"too small", func(t *testing.T, dir string) CreateOptions {
 			ps := member(t, dir, 1)
-			return CreateOptions{Name: "t", Level: mapping.RAID0, Members: append(ps, sparseFile(t, dir, "tiny", 1536*1024))}
+			return CreateOptions{Name: "t", Level: mapping.RAID0, Members: append(ps, testutil.SparseFile(t, dir, "tiny", 1536*1024))}
 		}, ErrTooSmall, "tiny"},
 		{"size beyond a member", func(t *testing.T, dir string) CreateOptions {
 			return CreateOptions{Name: "t", Level: mapping.RAID1, Size: 32 * mib, Members: member(t, dir, 2)}
@@ -203,7 +194,7 @@ func TestCreateRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir := memDir(t)
+			dir := testutil.MemDir(t)
 			o := tt.setup(t, dir)
 			before := snapshot(t, o.Members)
 			ms, sbs, err := Create(o)
@@ -222,10 +213,10 @@ func TestCreateRefusals(t *testing.T) {
 // TestCreateMemberLimit: mapping.MaxMembers members make an array; one more is refused with a
 // message that names the limit and the fix, and no member is written or created.
 func TestCreateMemberLimit(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	var ps []string
 	for i := range mapping.MaxMembers {
-		ps = append(ps, sparseFile(t, dir, fmt.Sprintf("m%03d", i), 2*mib))
+		ps = append(ps, testutil.SparseFile(t, dir, fmt.Sprintf("m%03d", i), 2*mib))
 	}
 	extra := filepath.Join(dir, "extra") // a path create would make a sparse file of
 	ms, sbs, err := Create(CreateOptions{Name: "wide", Level: mapping.RAID0, Size: 2 * mib, Members: append(ps, extra)})
@@ -262,8 +253,8 @@ func TestCreateMemberLimit(t *testing.T) {
 }
 
 func TestCreateForceOverwrites(t *testing.T) {
-	dir := memDir(t)
-	ps := []string{sparseFile(t, dir, "a", 8*mib), sparseFile(t, dir, "b", 8*mib)}
+	dir := testutil.MemDir(t)
+	ps := []string{testutil.SparseFile(t, dir, "a", 8*mib), testutil.SparseFile(t, dir, "b", 8*mib)}
 	ms, old, err := Create(CreateOptions{Name: "old", Level: mapping.RAID1, Members: ps})
 	require.NoError(t, err)
 	closeAll(ms)
@@ -284,9 +275,9 @@ func TestCreateForceOverwrites(t *testing.T) {
 // without --force, with how much would lie unused, and nothing is written; linear and raid0 use
 // every member whole, and --size says the rest is meant to be left.
 func TestCreateMirrorSizeMismatch(t *testing.T) {
-	dir := memDir(t)
-	small := sparseFile(t, dir, "small", 8*mib)
-	large := sparseFile(t, dir, "large", 10*mib)
+	dir := testutil.MemDir(t)
+	small := testutil.SparseFile(t, dir, "small", 8*mib)
+	large := testutil.SparseFile(t, dir, "large", 10*mib)
 	paths := []string{small, large}
 	before := snapshot(t, paths)
 	for _, c := range []struct {
@@ -312,10 +303,10 @@ func TestCreateMirrorSizeMismatch(t *testing.T) {
 		"--size":     {level: mapping.RAID1, sizes: []int64{8 * mib, 10 * mib}, size: 6 * mib},
 		"--force":    {level: mapping.RAID1, sizes: []int64{8 * mib, 10 * mib}, force: true},
 	} {
-		d := memDir(t)
+		d := testutil.MemDir(t)
 		var ps []string
 		for i, sz := range c.sizes {
-			ps = append(ps, sparseFile(t, d, fmt.Sprint(i), sz))
+			ps = append(ps, testutil.SparseFile(t, d, fmt.Sprint(i), sz))
 		}
 		ms, _, err := Create(CreateOptions{Name: "m", Level: c.level, Members: ps, Size: c.size, Force: c.force})
 		require.NoError(t, err, name)

@@ -8,21 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/clock"
+	"uraid/internal/testutil"
 )
 
 // nextEvent waits for the array's next event, or fails the test.
 func nextEvent(t *testing.T, a *Array) Event {
 	t.Helper()
-	select {
-	case e := <-a.Events():
-		require.Equal(t, a.Name, e.Array)
-		require.False(t, e.Time.IsZero())
-		require.NotEmpty(t, e.Message)
-		return e
-	case <-time.After(time.Minute):
-		t.Fatal("no event within a minute")
-		return Event{}
-	}
+	e := testutil.Receive(t, a.Events(), "the array's next event")
+	require.Equal(t, a.Name, e.Array)
+	require.False(t, e.Time.IsZero())
+	require.NotEmpty(t, e.Message)
+	return e
 }
 
 // TestEventsMemberFailureWithSpare: a member failing with a hot spare at hand is heard as the

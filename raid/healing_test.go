@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"uraid/discard"
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,7 +143,7 @@ func TestRebuildTrimRace(t *testing.T) {
 	require.GreaterOrEqual(t, hits.Load(), int32(3))
 	require.Empty(t, m.a.SyncStatus().Last.Error)
 	require.NoError(t, m.a.FailMember(m.paths[0]))
-	assert.Equal(t, data, do(t, m.h, ublk.OpRead, 2*rs, make([]byte, len(data))), "the rebuilt member lost the write")
+	assert.Equal(t, data, ublktest.Read(t, m.h, 2*rs, len(data)), "the rebuilt member lost the write")
 }
 
 // pausedAfter starts a job with start, paced to a region a second on a manual clock, and returns
@@ -169,7 +171,7 @@ func TestRebuildLeavesOtherPairsToResync(t *testing.T) {
 	a, paths := createArray(t, arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}, "")
 	require.NoError(t, a.MarkDirty())
 	h := harness(t, a)
-	do(t, h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x11}, 256<<10)) // chunks 0-3, on both pairs
+	ublktest.Write(t, h, 0, bytes.Repeat([]byte{0x11}, 256<<10)) // chunks 0-3, on both pairs
 	h.Close()
 	require.NoError(t, a.Close()) // a crash: the region stays dirty, the array unclean
 	dataOff := int64(a.Superblock().DataOffset)
@@ -365,7 +367,7 @@ func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issu
 // gatedMirror is a serving raid1 of two files whose TRIMs wait at trimGates.
 func gatedMirror(t *testing.T) (*Array, *ublk.Harness, []string, *trimGates) {
 	t.Helper()
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
@@ -387,8 +389,8 @@ func TestParkedReadSkipsARebuiltSlot(t *testing.T) {
 		t.Run(fmt.Sprint("slot", slot), func(t *testing.T) {
 			a, h, paths, g := gatedMirror(t)
 			data := bytes.Repeat([]byte{0x44}, 64<<10)
-			do(t, h, ublk.OpWrite, 0, data)
-			do(t, h, ublk.OpDiscard, 0, make([]byte, 4096)) // one block of sixteen
+			ublktest.Write(t, h, 0, data)
+			ublktest.Discard(t, h, 0, 4096) // one block of sixteen
 			<-g.in
 			<-g.in
 			require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 0, Length: 64 << 10}))
@@ -418,8 +420,8 @@ func TestParkedReadSkipsARebuiltSlot(t *testing.T) {
 // harness, seed 1 on raid10.)
 func TestParkedWriteAfterRemove(t *testing.T) {
 	a, h, paths, g := gatedMirror(t)
-	do(t, h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x11}, 64<<10))
-	do(t, h, ublk.OpDiscard, 0, make([]byte, 4096))
+	ublktest.Write(t, h, 0, bytes.Repeat([]byte{0x11}, 64<<10))
+	ublktest.Discard(t, h, 0, 4096)
 	<-g.in
 	<-g.in
 	data := bytes.Repeat([]byte{0x55}, 64<<10)
@@ -433,7 +435,7 @@ func TestParkedWriteAfterRemove(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint16(1), tag)
 	require.EqualValues(t, 64<<10, res)
-	assert.Equal(t, data, do(t, h, ublk.OpRead, 0, make([]byte, 64<<10)))
+	assert.Equal(t, data, ublktest.Read(t, h, 0, 64<<10))
 }
 
 // TestReplaceWhoseMemberLeaves: a replace whose old member fails by an I/O error and is removed
@@ -534,14 +536,14 @@ func TestWritePreparedBeforeARemoveReachesNothing(t *testing.T) {
 	_, err = victim.ReadAt(got, int64(m.a.Superblock().DataOffset)+off)
 	require.NoError(t, err)
 	assert.Equal(t, make([]byte, harnessMaxIO), got, "the write reached the file opened after the remove")
-	assert.Equal(t, data, do(t, m.h, ublk.OpRead, off, make([]byte, harnessMaxIO)))
+	assert.Equal(t, data, ublktest.Read(t, m.h, off, harnessMaxIO))
 
 	_, err = m.a.AddMember(blank(t, "new"), false)
 	require.NoError(t, err)
 	assert.Equal(t, number, m.a.fd(1), "the next device takes the slot's number back")
 	m.a.WaitSync()
 	require.NoError(t, m.a.FailMember(m.paths[0]))
-	assert.Equal(t, data, do(t, m.h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "from the new device alone")
+	assert.Equal(t, data, ublktest.Read(t, m.h, off, harnessMaxIO), "from the new device alone")
 }
 
 // TestFlushPreparedBeforeARemove: a flush whose member is failed and removed before the queue
@@ -550,7 +552,7 @@ func TestWritePreparedBeforeARemoveReachesNothing(t *testing.T) {
 // harness, seed 1 on raid10-near.)
 func TestFlushPreparedBeforeARemove(t *testing.T) {
 	m := newMirrorWith(t, 0)
-	do(t, m.h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x31}, harnessMaxIO))
+	ublktest.Write(t, m.h, 0, bytes.Repeat([]byte{0x31}, harnessMaxIO))
 	require.NoError(t, m.h.Start(1, ublk.HarnessRequest{Op: ublk.OpFlush}))
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	require.NoError(t, m.a.RemoveMember(m.paths[1]))
@@ -570,7 +572,7 @@ func TestResyncReadFailsOverToTheNextSource(t *testing.T) {
 	m := newMirrorWith(t, 0)
 	off := 2 * m.a.regions.m.RegionSize()
 	data := bytes.Repeat([]byte{0x62}, harnessMaxIO)
-	do(t, m.h, ublk.OpWrite, off, data)
+	ublktest.Write(t, m.h, off, data)
 	m.crash() // region 2 was being written: it needs a resync, which has not started
 	require.True(t, m.a.regions.needsResync(off, harnessMaxIO))
 	// The read is restricted to m0, the first working copy, which the resync copies from. m0
@@ -595,7 +597,7 @@ func TestResyncReadFailsOverToTheNextSource(t *testing.T) {
 func TestFailOfTheResyncSource(t *testing.T) {
 	m := newMirrorWith(t, 0)
 	off := 2 * m.a.regions.m.RegionSize()
-	do(t, m.h, ublk.OpWrite, off, bytes.Repeat([]byte{0x63}, harnessMaxIO))
+	ublktest.Write(t, m.h, off, bytes.Repeat([]byte{0x63}, harnessMaxIO))
 	m.crash()
 	require.True(t, m.a.regions.needsResync(off, harnessMaxIO))
 	err := m.a.FailMember(m.paths[0])

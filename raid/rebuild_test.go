@@ -15,13 +15,14 @@ import (
 	"uraid/discard"
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
-	"uraid/ublk"
 )
 
 // newMirrorWith is newMirror with spares.
 func newMirrorWith(t *testing.T, spares int) *mirror {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	m := newMirrorIn(t, dir, spares)
 	return m
 }
@@ -44,8 +45,8 @@ func newMirrorIn(t *testing.T, dir string, spares int) *mirror {
 
 // blank makes a blank 16 MiB file.
 func blank(t *testing.T, name string) string {
-	p := filepath.Join(memDir(t), name)
-	sparseFile(t, filepath.Dir(p), filepath.Base(p), 16*mib)
+	p := filepath.Join(testutil.MemDir(t), name)
+	testutil.SparseFile(t, filepath.Dir(p), filepath.Base(p), 16*mib)
 	return p
 }
 
@@ -56,7 +57,7 @@ func (m *mirror) fill(regions ...int64) map[int64][]byte {
 	for _, r := range regions {
 		data := bytes.Repeat([]byte{byte(r + 1)}, int(rs))
 		for off := int64(0); off < rs; off += harnessMaxIO {
-			do(m.t, m.h, ublk.OpWrite, r*rs+off, data[off:off+harnessMaxIO])
+			ublktest.Write(m.t, m.h, r*rs+off, data[off:off+harnessMaxIO])
 		}
 		out[r] = data
 	}
@@ -68,7 +69,7 @@ func (m *mirror) readAll(want map[int64][]byte) {
 	rs := m.a.regions.m.RegionSize()
 	for r, data := range want {
 		for off := int64(0); off < rs; off += harnessMaxIO {
-			got := do(m.t, m.h, ublk.OpRead, r*rs+off, make([]byte, harnessMaxIO))
+			got := ublktest.Read(m.t, m.h, r*rs+off, harnessMaxIO)
 			require.Equal(m.t, data[off:off+harnessMaxIO], got, "region %d at %d", r, off)
 		}
 	}
@@ -132,7 +133,7 @@ func TestHotSpare(t *testing.T) {
 	want := m.fill(4)
 	assert.Len(t, m.a.Status("", 0).Spares, 1)
 	require.NoError(t, m.a.FailMember(m.paths[0]))
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, "the spare active in slot 0 and the sync idle", func() bool {
 		st := m.a.Status("", 0)
 		return st.Members[0].State == "active" && st.Sync.Action == SyncIdle
 	})
@@ -173,12 +174,12 @@ func TestMembershipRefusals(t *testing.T) {
 	assert.ErrorIs(t, m.a.RemoveMember(m.paths[0]), ErrInService)
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	assert.ErrorIs(t, m.a.FailMember(m.paths[0]), ErrLastCopy)
-	small := filepath.Join(memDir(t), "small")
-	sparseFile(t, filepath.Dir(small), "small", 4*mib)
+	small := filepath.Join(testutil.MemDir(t), "small")
+	testutil.SparseFile(t, filepath.Dir(small), "small", 4*mib)
 	_, err := m.a.AddMember(small, false)
 	assert.ErrorIs(t, err, ErrTooSmall)
 
-	other := newMirrorIn(t, memDir(t), 0)
+	other := newMirrorIn(t, testutil.MemDir(t), 0)
 	other.h.Close()
 	require.NoError(t, other.a.MarkClean())
 	require.NoError(t, other.a.Close())
@@ -253,7 +254,7 @@ func TestRebuildEveryLayout(t *testing.T) {
 	for _, c := range rebuildCases {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
-			dir := memDir(t)
+			dir := testutil.MemDir(t)
 			var paths []string
 			for i := range c.n {
 				paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
@@ -272,13 +273,13 @@ func TestRebuildEveryLayout(t *testing.T) {
 			size := a.m.Size()
 			want := randomBytes(size, uint64(c.n))
 			for off := int64(0); off < size; off += harnessMaxIO {
-				do(t, h, ublk.OpWrite, off, want[off:off+harnessMaxIO])
+				ublktest.Write(t, h, off, want[off:off+harnessMaxIO])
 			}
 			for slot := range c.n {
 				require.NoError(t, a.FailMember(paths[slot]))
 				require.NoError(t, a.RemoveMember(paths[slot]))
-				fresh := filepath.Join(memDir(t), "new")
-				sparseFile(t, filepath.Dir(fresh), filepath.Base(fresh), 8*mib+int64(a.sb.DataOffset))
+				fresh := filepath.Join(testutil.MemDir(t), "new")
+				testutil.SparseFile(t, filepath.Dir(fresh), filepath.Base(fresh), 8*mib+int64(a.sb.DataOffset))
 				_, err := a.AddMember(fresh, false)
 				require.NoError(t, err)
 				a.WaitSync()
@@ -309,7 +310,7 @@ func TestRebuildEveryLayout(t *testing.T) {
 				require.Positive(t, checked, "slot %d holds data", slot)
 			}
 			for off := int64(0); off < size; off += harnessMaxIO {
-				require.Equal(t, want[off:off+harnessMaxIO], do(t, h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "at %d", off)
+				require.Equal(t, want[off:off+harnessMaxIO], ublktest.Read(t, h, off, harnessMaxIO), "at %d", off)
 			}
 		})
 	}
@@ -329,7 +330,7 @@ func unreadable(t *testing.T, a *Array, slot int) {
 // instead; with no copy left the rebuild fails, says why, and its member is not put in service.
 func TestRebuildSourceReadError(t *testing.T) {
 	t.Run("another copy", func(t *testing.T) {
-		dir := memDir(t)
+		dir := testutil.MemDir(t)
 		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
 		ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 		require.NoError(t, err)
@@ -340,7 +341,7 @@ func TestRebuildSourceReadError(t *testing.T) {
 		h := harness(t, a)
 		want := bytes.Repeat([]byte{0x5a}, harnessMaxIO)
 		for off := int64(0); off < a.m.Size(); off += harnessMaxIO {
-			do(t, h, ublk.OpWrite, off, want)
+			ublktest.Write(t, h, off, want)
 		}
 		require.NoError(t, a.FailMember(paths[2]))
 		require.NoError(t, a.RemoveMember(paths[2]))
@@ -353,7 +354,7 @@ func TestRebuildSourceReadError(t *testing.T) {
 		assert.Equal(t, "failed", st.Members[0].State, "the unreadable source was read, and failed")
 		require.NoError(t, a.FailMember(paths[1]))
 		for off := int64(0); off < a.m.Size(); off += harnessMaxIO {
-			require.Equal(t, want, do(t, h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "at %d: read from the rebuilt member alone", off)
+			require.Equal(t, want, ublktest.Read(t, h, off, harnessMaxIO), "at %d: read from the rebuilt member alone", off)
 		}
 	})
 	t.Run("none left", func(t *testing.T) {
@@ -378,21 +379,21 @@ func startPaced(t *testing.T, a *Array, start, then func()) {
 	then()
 	done := make(chan struct{})
 	go func() { a.WaitSync(); close(done) }()
-	for {
+	testutil.WaitFor(t, "the paced rebuild to end", func() bool {
 		select {
 		case <-done:
-			return
+			return true
 		default:
+			clk.Advance(time.Second) // the next region's turn
+			return false
 		}
-		clk.Advance(time.Second)
-		time.Sleep(time.Millisecond)
-	}
+	})
 }
 
 // TestRebuildReadsTheLeastStalledCopy: with a TRIM in flight on one source copy, the rebuild
 // reads from the other; the region under that TRIM waits for it, then is copied too.
 func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
@@ -413,19 +414,19 @@ func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 	size, rs := a.m.Size(), a.regions.m.RegionSize()
 	require.GreaterOrEqual(t, size/rs, int64(4))
 	for off := int64(0); off < size; off += harnessMaxIO {
-		do(t, h, ublk.OpWrite, off, bytes.Repeat([]byte{byte(off >> 18)}, harnessMaxIO))
+		ublktest.Write(t, h, off, bytes.Repeat([]byte{byte(off >> 18)}, harnessMaxIO))
 	}
 	require.NoError(t, a.FailMember(paths[2]))
 	require.NoError(t, a.RemoveMember(paths[2]))
 	// A TRIM of 64 KiB in the last region: done at once on member 1, held in flight on member 0.
 	last := size - rs
-	do(t, h, ublk.OpDiscard, last+rs/2, make([]byte, 64<<10))
+	ublktest.Discard(t, h, last+rs/2, 64<<10)
 	held.wait(t, 1)
 
 	fresh := blank(t, "new")
 	_, err = a.AddMember(fresh, false)
 	require.NoError(t, err)
-	waitFor(t, func() bool { return a.SyncStatus().DoneBytes >= last })
+	testutil.WaitFor(t, "the rebuild up to the last region", func() bool { return a.SyncStatus().DoneBytes >= last })
 	st := a.Status("", 0)
 	assert.Zero(t, st.Members[0].IO.SyncReadBytes, "the rebuild read from the copy with a TRIM in flight")
 	assert.GreaterOrEqual(t, st.Members[1].IO.SyncReadBytes, uint64(last))
@@ -444,6 +445,6 @@ func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 			p := last + rs/2 - off
 			copy(want[p:p+64<<10], make([]byte, 64<<10))
 		}
-		require.Equal(t, want, do(t, h, ublk.OpRead, off, make([]byte, harnessMaxIO)), "at %d", off)
+		require.Equal(t, want, ublktest.Read(t, h, off, harnessMaxIO), "at %d", off)
 	}
 }

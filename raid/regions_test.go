@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
 	"uraid/region"
-	"uraid/ublk"
 )
 
 // memberMap decodes the region map the members at paths carry.
@@ -38,7 +39,7 @@ func memberMap(t *testing.T, a *Array, paths []string) *region.Map {
 // (no clean stop) the written region needs resync and its reads all come from one copy; a
 // discard covering regions whole leaves them trimmed on disk after a clean stop.
 func TestArrayWriteIntent(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
 	require.NoError(t, err)
@@ -52,7 +53,7 @@ func TestArrayWriteIntent(t *testing.T) {
 
 	h := harness(t, a)
 	data := bytes.Repeat([]byte{0x5a}, 8192)
-	do(t, h, ublk.OpWrite, 5*rs+4096, data)
+	ublktest.Write(t, h, 5*rs+4096, data)
 	rm = memberMap(t, a, paths)
 	assert.Equal(t, region.Dirty, rm.State(5), "the write's region is dirty on disk once the write is acknowledged")
 	assert.Equal(t, rm.Regions()-1, rm.Count(region.Trimmed))
@@ -69,7 +70,7 @@ func TestArrayWriteIntent(t *testing.T) {
 	// Read before MarkDirty, which starts the resync: once it has run, reads spread again.
 	h = harness(t, a)
 	for range 8 {
-		assert.Equal(t, data, do(t, h, ublk.OpRead, 5*rs+4096, make([]byte, 8192)))
+		assert.Equal(t, data, ublktest.Read(t, h, 5*rs+4096, 8192))
 	}
 	st = a.Status("", 0)
 	reads := []uint64{st.Members[0].IO.Reads, st.Members[1].IO.Reads}
@@ -80,9 +81,9 @@ func TestArrayWriteIntent(t *testing.T) {
 
 	// A discard of whole regions, completed on both copies, leaves them trimmed.
 	for off := int64(8 * mib); off < 12*mib; off += harnessMaxIO {
-		do(t, h, ublk.OpWrite, off, make([]byte, harnessMaxIO))
+		ublktest.Write(t, h, off, make([]byte, harnessMaxIO))
 	}
-	do(t, h, ublk.OpDiscard, 8*rs, make([]byte, 3*rs))
+	ublktest.Discard(t, h, 8*rs, 3*rs)
 	a.DrainDiscards()
 	h.Close()
 	require.NoError(t, a.MarkClean())

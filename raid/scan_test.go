@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/mapping"
 )
 
@@ -16,7 +17,7 @@ import (
 // holders and partitions as listed.
 func fakeSysBlock(t *testing.T, sizes map[string]int64, holders map[string]string, parts map[string][]string) string {
 	t.Helper()
-	root := memDir(t)
+	root := testutil.MemDir(t)
 	write := func(p, v string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(v+"\n"), 0o644))
@@ -53,7 +54,7 @@ func TestBlockCandidates(t *testing.T) {
 // TestReadConfig: paths and globs, comments and blank lines; a relative path is refused with the
 // line it is on; no file names nothing.
 func TestReadConfig(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	for _, n := range []string{"a0", "a1", "b0"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o600))
 	}
@@ -75,11 +76,11 @@ func TestReadConfig(t *testing.T) {
 // TestScanGroupsByArray: members of two arrays (one name given twice through a symlink), a
 // blank file and an unreadable path: the arrays come out by name with their members, once each.
 func TestScanGroupsByArray(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	mk := func(name string, n int) []string {
 		var ps []string
 		for i := range n {
-			ps = append(ps, sparseFile(t, dir, name+strconv.Itoa(i), 16*mib))
+			ps = append(ps, testutil.SparseFile(t, dir, name+strconv.Itoa(i), 16*mib))
 		}
 		ms, _, err := Create(CreateOptions{Name: name, Level: mapping.RAID1, Size: 8 * mib, Members: ps})
 		require.NoError(t, err)
@@ -89,7 +90,7 @@ func TestScanGroupsByArray(t *testing.T) {
 		return ps
 	}
 	zeta, alpha := mk("zeta", 2), mk("alpha", 3)
-	blankFile := sparseFile(t, dir, "blank", 16*mib)
+	blankFile := testutil.SparseFile(t, dir, "blank", 16*mib)
 	link := filepath.Join(dir, "link")
 	require.NoError(t, os.Symlink(zeta[0], link))
 	res := Scan(append([]string{link, blankFile, filepath.Join(dir, "absent")}, append(zeta, alpha...)...))

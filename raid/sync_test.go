@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/clock"
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
 	"uraid/region"
 	"uraid/ublk"
@@ -27,7 +29,7 @@ type mirror struct {
 }
 
 func newMirror(t *testing.T) *mirror {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	m := &mirror{t: t, paths: []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}, clk: clock.NewVirtual(time.Unix(0, 0))}
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths})
 	require.NoError(t, err)
@@ -80,7 +82,7 @@ func TestResyncAfterCrash(t *testing.T) {
 	m := newMirror(t)
 	rs := m.a.regions.m.RegionSize()
 	data := bytes.Repeat([]byte{0x77}, 64<<10)
-	do(t, m.h, ublk.OpWrite, 5*rs, data)
+	ublktest.Write(t, m.h, 5*rs, data)
 	m.h.Close()
 	require.NoError(t, m.a.Close())
 	m.poke(1, 5*rs+4096, bytes.Repeat([]byte{0x99}, 4096)) // the copies now differ
@@ -107,10 +109,10 @@ func TestCheckAndRepair(t *testing.T) {
 	m := newMirror(t)
 	rs := m.a.regions.m.RegionSize()
 	for off := int64(0); off < 4*rs; off += harnessMaxIO {
-		do(t, m.h, ublk.OpWrite, off, bytes.Repeat([]byte{byte(off >> 16)}, harnessMaxIO))
+		ublktest.Write(t, m.h, off, bytes.Repeat([]byte{byte(off >> 16)}, harnessMaxIO))
 	}
 	// A discard inside region 1, not covering it whole; the drives fill it with garbage.
-	do(t, m.h, ublk.OpDiscard, rs+64<<10, make([]byte, 128<<10))
+	ublktest.Discard(t, m.h, rs+64<<10, 128<<10)
 	m.a.DrainDiscards()
 	m.poke(0, rs+64<<10, bytes.Repeat([]byte{0xaa}, 128<<10))
 	m.poke(1, rs+64<<10, bytes.Repeat([]byte{0x55}, 128<<10))
@@ -144,7 +146,7 @@ func TestSyncRefusals(t *testing.T) {
 	m := newMirror(t)
 	clk := clock.NewManual(time.Unix(0, 0))
 	m.a.syncer.clock = clk
-	do(t, m.h, ublk.OpWrite, 0, make([]byte, 4096))
+	ublktest.Write(t, m.h, 0, make([]byte, 4096))
 	require.NoError(t, m.a.StartSync(SyncCheck, SyncOptions{MaxRate: 1}))
 	assert.ErrorIs(t, m.a.StartSync(SyncCheck, SyncOptions{}), ErrSyncBusy)
 	assert.Equal(t, SyncCheck, m.a.SyncStatus().Action)
@@ -166,7 +168,7 @@ func TestResyncResumes(t *testing.T) {
 	m := newMirror(t)
 	rs := m.a.regions.m.RegionSize()
 	for r := int64(0); r < 6; r++ {
-		do(t, m.h, ublk.OpWrite, r*rs, make([]byte, 4096))
+		ublktest.Write(t, m.h, r*rs, make([]byte, 4096))
 	}
 	m.crash() // six regions to resync
 	clk := clock.NewManual(time.Unix(0, 0))
@@ -207,7 +209,7 @@ func TestCancelCheck(t *testing.T) {
 	m := newMirror(t)
 	rs := m.a.regions.m.RegionSize()
 	for r := int64(0); r < 3; r++ {
-		do(t, m.h, ublk.OpWrite, r*rs, make([]byte, 4096))
+		ublktest.Write(t, m.h, r*rs, make([]byte, 4096))
 	}
 	clk := clock.NewManual(time.Unix(0, 0))
 	m.a.syncer.clock = clk

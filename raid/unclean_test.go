@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
-	"uraid/ublk"
 )
 
 // An array whose last run ended without a clean stop (its members still say dirty) assembles as
@@ -27,7 +27,7 @@ func TestUncleanFromDirtySuperblocks(t *testing.T) {
 			assert.False(t, a.Unclean(), "a new array is clean")
 			require.NoError(t, a.MarkDirty())
 			h := harness(t, a)
-			do(t, h, ublk.OpWrite, 0, make([]byte, 64<<10))
+			ublktest.Write(t, h, 0, make([]byte, 64<<10))
 			require.NoError(t, h.Close())
 			require.NoError(t, a.Close()) // as a daemon that dies: never marked clean
 

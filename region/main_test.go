@@ -1,9 +1,9 @@
 package region
 
 import (
-	"flag"
-	"os"
 	"testing"
+
+	"uraid/internal/testutil"
 )
 
 // defaultChecks is how many random cases each property test runs unless
@@ -13,18 +13,8 @@ import (
 // mapping's 10000, and the rules that only long, specific interleavings
 // reach are pinned by directed tests too. Before changing the map, run
 // RAPID_CHECKS=20000 go test -run Model ./region.
-const defaultChecks = "2000"
+const defaultChecks = 2000
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	if _, env := os.LookupEnv("RAPID_CHECKS"); !set && !env {
-		if err := flag.Set("rapid.checks", defaultChecks); err != nil {
-			panic(err)
-		}
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testutil.RapidMain(m, defaultChecks) }
 
 var testUUID = [16]byte{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0x47, 0xa8, 0x89, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0}

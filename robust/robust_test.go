@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"uraid/internal/plant"
+	"uraid/internal/testutil"
 	"uraid/mapping"
 	"uraid/robust/simdisk"
 )
@@ -74,21 +75,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needFUSE skips without FUSE, or fails when the run says the harness must run (make test sets
-// URAID_ROBUST=1).
-func needFUSE(t *testing.T) {
-	t.Helper()
-	if os.Getenv("URAID_ROBUST") == "" {
-		t.Skip("the robustness harness runs with URAID_ROBUST=1 (make robustness)")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
-		{
-			t.Fatalf("URAID_ROBUST is set but the harness cannot mount its disks (/dev/fuse: %v, euid %d): run as root on a host with fuse", err, os.Geteuid())
-		}
-		t.Skip("the robustness harness needs root and /dev/fuse (make test sets URAID_ROBUST, which makes this a failure)")
-	}
-}
-
 // replay is the one-line command that runs a failure's seed again.
 func replay(layout string, seed uint64, ops int, d time.Duration) string {
 	bound := fmt.Sprintf("-robust.ops=%d", ops)
@@ -105,7 +91,7 @@ func replay(layout string, seed uint64, ops int, d time.Duration) string {
 // changes, member errors, power losses, kills and clean stops, with every copy read back and the
 // history checked for linearizability.
 func TestRobustness(t *testing.T) {
-	needFUSE(t)
+	testutil.NeedFUSE(t)
 	seed := *seedFlag
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -178,7 +164,7 @@ var plantedStarts = map[string]plantStart{}
 // budget fails the test. Each defect starts where plantedStarts says; -robust.search starts
 // every one at -robust.seed (1 if unset) with -robust.moods instead, as the starts were found.
 func TestPlanted(t *testing.T) {
-	needFUSE(t)
+	testutil.NeedFUSE(t)
 	if !plant.Enabled {
 		t.Skip("build with -tags uraid_plant to plant defects")
 	}

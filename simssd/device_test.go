@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/internal/clock"
+	"uraid/internal/testutil"
 )
 
 func newDev(t *testing.T, cfg Config) *Device {
@@ -74,49 +75,11 @@ func TestJitterRepeatsUnderSeed(t *testing.T) {
 	assert.NotEqual(t, run(1), run(2))
 }
 
-// pausingClock is a virtual clock whose Sleep blocks until the test lets
-// it go, so a TRIM in its latency holds the drive for as long as the test
-// needs. Sleeps of zero (instant reads and writes) do not stop.
-type pausingClock struct {
-	*clock.Virtual
-	slept chan time.Duration // a Sleep has started
-	wake  chan struct{}      // lets one Sleep finish
-}
-
-func newPausingClock() *pausingClock {
-	return &pausingClock{Virtual: clock.NewVirtual(time.Unix(0, 0)), slept: make(chan time.Duration),
-		wake: make(chan struct{})}
-}
-
-func (c *pausingClock) Sleep(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	c.slept <- d
-	<-c.wake
-	c.Virtual.Sleep(d)
-}
-
-// patience bounds every wait for a state: generous, since a state that is
-// reached is reached long before, on any machine.
-const patience = 10 * time.Second
-
+// ctxPatience is a context that ends after testutil.Patience, or with the test.
 func ctxPatience(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	ctx, cancel := context.WithTimeout(t.Context(), testutil.Patience)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("still not %s after %v", what, patience)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // async runs f on its own goroutine; its error arrives on the channel.
@@ -129,13 +92,7 @@ func async(f func() error) <-chan error {
 // result waits for what async sends.
 func result(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(patience):
-		t.Fatalf("%s did not return within %v", what, patience)
-		return nil
-	}
+	return testutil.Receive(t, ch, what+" to return")
 }
 
 // pending reports whether what async runs has not returned yet.
@@ -152,23 +109,23 @@ func pending(ch <-chan error) bool {
 // waits for it and an NVMe-like drive's does not.
 func TestExclusiveBlocksReads(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
-		clk := newPausingClock()
+		clk := testutil.NewPausingClock()
 		d := newDev(t, Config{Size: 1 << 20, TrimLatency: 50 * time.Millisecond, Exclusive: exclusive, Clock: clk})
 		trim := async(func() error { return d.Discard(0, 4096) })
-		assert.Equal(t, 50*time.Millisecond, <-clk.slept, "the TRIM takes its latency, holding the drive")
+		assert.Equal(t, 50*time.Millisecond, <-clk.Slept, "the TRIM takes its latency, holding the drive")
 		read := async(func() error {
 			_, err := d.ReadAt(make([]byte, 512), 8192)
 			return err
 		})
 		if exclusive {
-			waitFor(t, "a stalled read", func() bool { return d.Counters().Stalled == 1 })
+			testutil.WaitFor(t, "a stalled read", func() bool { return d.Counters().Stalled == 1 })
 			assert.True(t, pending(read), "a SATA-like read waits for the TRIM")
-			clk.wake <- struct{}{}
+			clk.Wake <- struct{}{}
 			require.NoError(t, result(t, read, "the read after the TRIM"))
 		} else {
 			require.NoError(t, result(t, read, "an NVMe-like read during a TRIM"))
 			assert.Zero(t, d.Counters().Stalled)
-			clk.wake <- struct{}{}
+			clk.Wake <- struct{}{}
 		}
 		require.NoError(t, result(t, trim, "the TRIM"))
 	}
@@ -296,14 +253,14 @@ func TestWaitHeldGivesUp(t *testing.T) {
 // drive, so a SATA-like drive's reads and writes go on, and so do the other
 // TRIMs already past the gate.
 func TestHeldTrimLeavesTheDriveFree(t *testing.T) {
-	clk := newPausingClock()
+	clk := testutil.NewPausingClock()
 	d := newDev(t, Config{Size: 1 << 20, TrimLatency: time.Millisecond, Exclusive: true, Clock: clk})
 	first := async(func() error { return d.Discard(0, BlockSize) })
-	<-clk.slept // past the gate, on the drive
+	<-clk.Slept // past the gate, on the drive
 	d.Hold()
 	second := async(func() error { return d.Discard(BlockSize, BlockSize) })
 	require.NoError(t, d.WaitHeld(ctxPatience(t), 1))
-	clk.wake <- struct{}{}
+	clk.Wake <- struct{}{}
 	require.NoError(t, result(t, first, "the TRIM that passed before Hold"))
 	rw := async(func() error {
 		if _, err := d.WriteAt([]byte{1}, 3*BlockSize); err != nil {
@@ -315,8 +272,8 @@ func TestHeldTrimLeavesTheDriveFree(t *testing.T) {
 	require.NoError(t, result(t, rw, "I/O beside a held TRIM"))
 	assert.Zero(t, d.Counters().Stalled)
 	d.Release()
-	assert.Equal(t, time.Millisecond, <-clk.slept)
-	clk.wake <- struct{}{}
+	assert.Equal(t, time.Millisecond, <-clk.Slept)
+	clk.Wake <- struct{}{}
 	require.NoError(t, result(t, second, "the released TRIM"))
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/daemon"
+	"uraid/internal/testutil"
 	"uraid/raid"
 )
 
@@ -29,12 +30,19 @@ const memberSize = 192 << 20
 func uraidBin(t *testing.T) string {
 	t.Helper()
 	needGuest(t)
-	bin := os.Getenv("URAID_BIN")
+	return builtBin(t, "URAID_BIN", "uraid")
+}
+
+// builtBin is the binary that make test-vm builds as what and names in the variable env; without
+// it the test skips, or fails under URAID_E2E=1.
+func builtBin(t *testing.T, env, what string) string {
+	t.Helper()
+	bin := os.Getenv(env)
 	if bin == "" {
 		if mustRunE2E() {
-			t.Fatal("URAID_BIN is not set: make test-vm builds uraid and sets it")
+			t.Fatalf("%s is not set: make test-vm builds %s and sets it", env, what)
 		}
-		t.Skip("URAID_BIN is not set: run make test-vm")
+		t.Skipf("%s is not set: run make test-vm", env)
 	}
 	return bin
 }
@@ -71,9 +79,7 @@ func memberSet(t *testing.T, kind string, n int, size int64) (members, backing [
 	t.Helper()
 	dir := t.TempDir()
 	for i := range n {
-		f := filepath.Join(dir, fmt.Sprintf("m%d", i))
-		require.NoError(t, os.WriteFile(f, nil, 0o600))
-		require.NoError(t, os.Truncate(f, size))
+		f := testutil.SparseFile(t, dir, fmt.Sprintf("m%d", i), size)
 		backing = append(backing, f)
 		if kind == "file" {
 			members = append(members, f)
@@ -84,14 +90,6 @@ func memberSet(t *testing.T, kind string, n int, size int64) (members, backing [
 		members = append(members, dev)
 	}
 	return members, backing
-}
-
-func totalAllocated(t *testing.T, files []string) int64 {
-	var n int64
-	for _, f := range files {
-		n += allocatedBytes(t, f)
-	}
-	return n
 }
 
 func arrayDetail(t *testing.T, name string) raid.Status {
@@ -158,7 +156,7 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	}
 	sh(t, "sync")
 	before := arrayDetail(t, name)
-	allocBefore := totalAllocated(t, backing)
+	allocBefore := testutil.Allocated(t, backing...)
 	for i := 0; i < 24; i += 2 {
 		f := filepath.Join(mnt, fmt.Sprintf("f%02d", i))
 		require.NoError(t, os.Remove(f))
@@ -178,7 +176,7 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	}
 	assert.Positive(t, trimmed, "no member was trimmed")
 	uraid(t, "detail", name) // the text view works too
-	require.Eventually(t, func() bool { return totalAllocated(t, backing) < allocBefore }, slow*10*time.Second,
+	require.Eventually(t, func() bool { return testutil.Allocated(t, backing...) < allocBefore }, slow*10*time.Second,
 		200*time.Millisecond, "member space did not drop after deletes")
 
 	out := sh(t, "fstrim", "-v", mnt)

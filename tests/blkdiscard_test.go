@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/discard"
+	"uraid/internal/testutil"
 )
 
 // doneFunc is a discard.Completer made of a function.
@@ -32,7 +33,7 @@ func TestE2EBlockDiscardURing(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, f.Sync())
-	before := allocatedBytes(t, backing[0])
+	before := testutil.Allocated(t, backing[0])
 
 	is, err := discard.NewRingIssuer(int(f.Fd()), true, 0, 4)
 	require.NoError(t, err)
@@ -50,7 +51,7 @@ func TestE2EBlockDiscardURing(t *testing.T) {
 	}
 	wg.Wait()
 	assert.True(t, e.Settings(0).Async, "Linux 6.12 has BLOCK_URING_CMD_DISCARD; the issuer fell back to the ioctl")
-	after := allocatedBytes(t, backing[0])
+	after := testutil.Allocated(t, backing[0])
 	assert.Equal(t, int64(8<<20), before-after, "the backing file should lose exactly the 8 discarded MiB")
 
 	buf := make([]byte, 1<<20)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/discard"
+	"uraid/internal/testutil"
 	"uraid/internal/uapi"
 	"uraid/internal/uring"
 	"uraid/simssd"
@@ -84,7 +85,7 @@ func TestE2EDiscardFloodKeepsQueueServing(t *testing.T) {
 	})
 	full := discard.DefaultMaxQueued * 9 / 10
 	var d0 discard.MemberStats
-	waitForState(t, fmt.Sprintf("member 0's discard queue at %d pieces or more", full), func() bool {
+	testutil.WaitForWithin(t, slow*time.Minute, fmt.Sprintf("member 0's discard queue at %d pieces or more", full), func() bool {
 		d0 = arrayDetail(t, "flood").Members[0].Discard
 		return d0.Queued >= full
 	})
@@ -115,7 +116,7 @@ func TestE2EDiscardFloodKeepsQueueServing(t *testing.T) {
 
 	require.NoError(t, slowDrive.SetTrimLatency(0))
 	fl.stop(t)
-	waitForState(t, "member 0's discard queue empty", func() bool {
+	testutil.WaitForWithin(t, slow*time.Minute, "member 0's discard queue empty", func() bool {
 		d := arrayDetail(t, "flood").Members[0].Discard
 		return d.Queued+d.InFlight == 0
 	})
@@ -149,19 +150,6 @@ func hwQueues(t *testing.T, dev string) int {
 	qs, err := filepath.Glob("/sys/block/" + filepath.Base(dev) + "/mq/*")
 	require.NoError(t, err)
 	return len(qs)
-}
-
-// waitForState polls cond until it holds, failing the test after a generous deadline.
-func waitForState(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	limit := slow * 60 * time.Second
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after %v", what, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // qd1Reader reads random 4 KiB blocks of an area it wrote first, one at a time, with O_DIRECT.

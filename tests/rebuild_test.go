@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/daemon"
+	"uraid/internal/testutil"
 )
 
 // The rebuild suite fails members of mirrored arrays under load, rebuilds them through the CLI
@@ -100,21 +101,17 @@ func slotPaths(st daemon.Status) []string {
 func (r *rebuildArray) waitWhole(what string) daemon.Status {
 	r.t.Helper()
 	var st daemon.Status
-	deadline := time.Now().Add(slow * 3 * time.Minute)
-	for {
+	testutil.WaitForNoError(r.t, slow*3*time.Minute, what+": the array whole", func() error {
 		st = r.status()
 		whole := st.Sync != nil && st.Sync.Action == "idle" && (st.Regions == nil || st.Regions.NeedResync == 0)
 		for _, m := range st.Members {
 			whole = whole && m.State == "active" && m.Replacement == ""
 		}
-		if whole {
-			break
+		if !whole {
+			return fmt.Errorf("not whole: %+v, members %v, sync %+v", st.State, memberStates(st), st.Sync)
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: the array is not whole: %+v, members %v, sync %+v", what, st.State, memberStates(st), st.Sync)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	require.NotNil(r.t, st.Sync.Last, what)
 	require.Empty(r.t, st.Sync.Last.Error, "%s: the last sync job failed", what)
 	require.False(r.t, st.Sync.Last.Cancelled, what)

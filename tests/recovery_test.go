@@ -407,21 +407,7 @@ func delayedWrites(names []string) int {
 // running array over to.
 func uraidNext(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("URAID_BIN_NEXT")
-	if bin == "" {
-		if mustRunE2E() {
-			t.Fatal("URAID_BIN_NEXT is not set: make test-vm builds a second uraid and sets it")
-		}
-		t.Skip("URAID_BIN_NEXT is not set: run make test-vm")
-	}
-	return bin
-}
-
-func runBin(t *testing.T, bin string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	require.NoError(t, err, "%s %s: %s", bin, strings.Join(args, " "), out)
-	return string(out)
+	return builtBin(t, "URAID_BIN_NEXT", "a second uraid")
 }
 
 // TestE2ERestartUnderLoad upgrades the daemon of a mounted raid10 under load to another build and
@@ -429,8 +415,8 @@ func runBin(t *testing.T, bin string, args ...string) string {
 // drained before it left, the array stays clean.
 func TestE2ERestartUnderLoad(t *testing.T) {
 	bin, next := uraidBin(t), uraidNext(t)
-	nextVersion := strings.TrimSpace(strings.TrimPrefix(runBin(t, next, "version"), "uraid"))
-	require.NotEqual(t, strings.TrimSpace(strings.TrimPrefix(runBin(t, bin, "version"), "uraid")), nextVersion,
+	nextVersion := strings.TrimSpace(strings.TrimPrefix(sh(t, next, "version"), "uraid"))
+	require.NotEqual(t, strings.TrimSpace(strings.TrimPrefix(sh(t, bin, "version"), "uraid")), nextVersion,
 		"the two builds must differ")
 	r := newRecoveryArray(t, "rr")
 	l := startLoad(t, r.mnt, "48M")
@@ -440,7 +426,7 @@ func TestE2ERestartUnderLoad(t *testing.T) {
 	for i, b := range []string{next, bin} {
 		old := r.status()
 		began := time.Now()
-		out := runBin(t, b, "restart", "rr")
+		out := sh(t, b, "restart", "rr")
 		t.Logf("uraid restart to %s took %v", filepath.Base(b), time.Since(began).Round(time.Millisecond))
 		assert.Equal(t, r.dev, strings.TrimSpace(out), "the device keeps its number")
 		st := r.status()
@@ -448,7 +434,7 @@ func TestE2ERestartUnderLoad(t *testing.T) {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", st.PID))
 		require.NoError(t, err)
 		assert.Equal(t, b, exe, "the new daemon runs the binary restart was run from")
-		assert.Equal(t, strings.TrimSpace(strings.TrimPrefix(runBin(t, b, "version"), "uraid")), st.Version)
+		assert.Equal(t, strings.TrimSpace(strings.TrimPrefix(sh(t, b, "version"), "uraid")), st.Version)
 		assert.False(t, st.Unclean, "a drained hand-over leaves the copies in step")
 		require.NotNil(t, st.Regions)
 		assert.Zero(t, st.Regions.NeedResync, "no region needs a resync after a clean hand-over")

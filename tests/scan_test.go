@@ -10,10 +10,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/raid"
 )
 
@@ -50,7 +52,7 @@ func nullBlk(t *testing.T, n int, size int64) []string {
 		}
 		dev := "/dev/" + disk
 		// devtmpfs makes the node from its own thread.
-		waitForState(t, dev+" exists", func() bool { _, err := os.Stat(dev); return err == nil })
+		testutil.WaitForWithin(t, slow*time.Minute, dev+" exists", func() bool { _, err := os.Stat(dev); return err == nil })
 		devs = append(devs, dev)
 	}
 	return devs
@@ -132,7 +134,7 @@ func startUdevd(t *testing.T) {
 		// for a udev that is gone.
 		os.Remove("/run/udev/control")
 	})
-	waitForState(t, "udevd answers", func() bool { return exec.Command("udevadm", "control", "--ping").Run() == nil })
+	testutil.WaitForWithin(t, slow*time.Minute, "udevd answers", func() bool { return exec.Command("udevadm", "control", "--ping").Run() == nil })
 }
 
 // settle replays the block devices' add events through udev and waits until udev is done.
@@ -236,7 +238,7 @@ func TestE2EAssembleScan(t *testing.T) {
 	// The rules do not watch the device: nothing of udev's has it open after the unmount.
 	uraid(t, "stop", "scan-loop")
 	sh(t, "udevadm", "settle", "--timeout=180")
-	waitForState(t, "the links go with the array", func() bool {
+	testutil.WaitForWithin(t, slow*time.Minute, "the links go with the array", func() bool {
 		_, err1 := os.Lstat("/dev/uraid/scan-loop")
 		_, err2 := os.Lstat("/dev/disk/by-uuid/" + fsUUID)
 		return os.IsNotExist(err1) && os.IsNotExist(err2)

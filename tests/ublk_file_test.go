@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/testutil"
 	"uraid/ublk"
 )
 
@@ -30,12 +31,7 @@ const backingSize = 256 << 20
 
 func backingFile(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "backing")
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(backingSize))
-	require.NoError(t, f.Close())
-	return path
+	return testutil.SparseFile(t, t.TempDir(), "backing", backingSize)
 }
 
 // sh runs a command and returns its output, failing the test with the
@@ -72,13 +68,6 @@ func dmRemove(t *testing.T, name string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func allocatedBytes(t *testing.T, path string) int64 {
-	t.Helper()
-	var st unix.Stat_t
-	require.NoError(t, unix.Stat(path, &st))
-	return st.Blocks * 512
 }
 
 func dropCaches(t *testing.T) {
@@ -130,7 +119,7 @@ func TestE2EUblkFilesystem(t *testing.T) {
 	sh(t, "mount", "-o", "discard", srv.Path, mnt)
 	check("after remount")
 
-	full := allocatedBytes(t, backing)
+	full := testutil.Allocated(t, backing)
 	for name := range sums {
 		if name[len(name)-1]%2 == 0 {
 			require.NoError(t, os.Remove(name))
@@ -141,7 +130,7 @@ func TestE2EUblkFilesystem(t *testing.T) {
 	check("after deleting half")
 	sh(t, "umount", mnt)
 	mounted = false
-	assert.Less(t, allocatedBytes(t, backing), full, "deleted files were discarded from the backing file")
+	assert.Less(t, testutil.Allocated(t, backing), full, "deleted files were discarded from the backing file")
 	sh(t, "e2fsck", "-fn", srv.Path)
 
 	st := srv.Stats()
@@ -169,12 +158,12 @@ func TestE2EUblkDiscardPunchesHole(t *testing.T) {
 	data, dev := writePattern(t, srv.Path)
 	defer dev.Close()
 	buf := alignedBuf(len(data)) // for reading back
-	before := allocatedBytes(t, backing)
+	before := testutil.Allocated(t, backing)
 	require.GreaterOrEqual(t, before, int64(8<<20))
 
 	sh(t, "blkdiscard", "-o", "1048576", "-l", "4194304", srv.Path)
 
-	after := allocatedBytes(t, backing)
+	after := testutil.Allocated(t, backing)
 	assert.LessOrEqual(t, after, before-(4<<20), "allocated bytes drop by the discarded range")
 	f, err := os.Open(backing)
 	require.NoError(t, err)
@@ -371,11 +360,7 @@ func alignedBuf(n int) []byte {
 // zeroes in its own backing file.
 func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 	needGuest(t)
-	loopFile := filepath.Join(t.TempDir(), "loop")
-	f, err := os.Create(loopFile)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(64<<20))
-	require.NoError(t, f.Close())
+	loopFile := testutil.SparseFile(t, t.TempDir(), "loop", 64<<20)
 	loop := strings.TrimSpace(sh(t, "losetup", "--find", "--show", loopFile))
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", loop).Run() })
 
@@ -383,13 +368,13 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 	data, dev := writePattern(t, srv.Path)
 	defer dev.Close()
 	buf := alignedBuf(len(data)) // for reading back
-	before := allocatedBytes(t, loopFile)
+	before := testutil.Allocated(t, loopFile)
 	require.GreaterOrEqual(t, before, int64(8<<20))
 
 	sh(t, "blkdiscard", "-o", "1048576", "-l", "2097152", srv.Path)
 	sh(t, "blkdiscard", "-z", "-o", "4194304", "-l", "1048576", srv.Path)
 
-	_, err = dev.ReadAt(buf, 0)
+	_, err := dev.ReadAt(buf, 0)
 	require.NoError(t, err)
 	want := bytes.Clone(data)
 	clear(want[1<<20 : 3<<20])

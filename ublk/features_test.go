@@ -1,11 +1,7 @@
 package ublk
 
 import (
-	"go/ast"
 	"go/constant"
-	"go/importer"
-	"go/parser"
-	"go/token"
 	"go/types"
 	"path/filepath"
 	"strings"
@@ -13,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/internal/testutil/gosrc"
 )
 
 func TestFeatureNames(t *testing.T) {
@@ -79,20 +77,7 @@ func TestFlags(t *testing.T) {
 // compares with the kernel headers: every constant is named, by its own
 // name, and nothing else is.
 func TestFeatureNamesAreTheUAPINames(t *testing.T) {
-	fset := token.NewFileSet()
-	paths, err := filepath.Glob(filepath.Join("..", "internal", "uapi", "*.go"))
-	require.NoError(t, err)
-	var files []*ast.File
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		require.NoError(t, err)
-		files = append(files, f)
-	}
-	pkg, err := (&types.Config{Importer: importer.Default()}).Check("uapi", fset, files, nil)
-	require.NoError(t, err)
+	pkg := gosrc.Check(t, filepath.Join("..", "internal", "uapi"), "uapi")
 
 	want := map[string]uint64{}
 	for _, name := range pkg.Scope().Names() {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/daemon"
+	"uraid/internal/testutil"
 	"uraid/raid"
 )
 
@@ -61,18 +62,9 @@ func TestMonitorCLI(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
 			done <- result{code, out, errOut}
 		}()
-		select {
-		case <-a.subscribed:
-		case <-time.After(time.Minute):
-			t.Fatal("monitor did not connect")
-		}
+		testutil.Receive(t, a.subscribed, "monitor to connect")
 		require.NoError(t, srv.Close()) // the daemon goes: the stream ends after what it holds
-		var r result
-		select {
-		case r = <-done:
-		case <-time.After(time.Minute):
-			t.Fatal("monitor did not end with the daemon")
-		}
+		r := testutil.Receive(t, done, "monitor to end with the daemon")
 		require.Equal(t, 0, r.code, r.err)
 		lines := strings.Split(strings.TrimSpace(r.out), "\n")
 		require.Len(t, lines, 2, r.out)

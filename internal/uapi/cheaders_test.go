@@ -3,11 +3,7 @@ package uapi
 import (
 	"bufio"
 	"fmt"
-	"go/ast"
 	"go/constant"
-	"go/importer"
-	"go/parser"
-	"go/token"
 	"go/types"
 	"os"
 	"os/exec"
@@ -19,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"uraid/internal/testutil/gosrc"
 )
 
 // sysInclude holds the headers the cross-checks compile against: the
@@ -85,20 +83,7 @@ func TestConstantsAgainstSystemHeaders(t *testing.T) {
 	headers := readHeaders(t)
 	all := headers["io_uring.h"] + headers["ublk_cmd.h"]
 
-	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		require.NoError(t, err)
-		files = append(files, f)
-	}
-	pkg, err := (&types.Config{Importer: importer.Default()}).Check("uapi", fset, files, nil)
-	require.NoError(t, err)
+	pkg := gosrc.Check(t, ".", "uapi")
 
 	// Names the headers define: a #define, or an enum member on a line of
 	// its own.

@@ -9,21 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"uraid/internal/testutil"
 )
 
-// mountT mounts a file system for a test, or says why it cannot (a required gate: see
-// robust.RequireFUSE).
+// mountT mounts a file system for a test, or says why it cannot (testutil.NeedFUSE).
 func mountT(t *testing.T) *Disks {
 	t.Helper()
-	if os.Getenv("URAID_ROBUST") == "" {
-		t.Skip("the simulated disks are tested with URAID_ROBUST=1 (make robustness)")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil || os.Geteuid() != 0 {
-		{
-			t.Fatalf("URAID_ROBUST is set but FUSE is not usable here (/dev/fuse: %v, euid %d): run as root on a host with fuse", err, os.Geteuid())
-		}
-		t.Skip("needs root and /dev/fuse (make test sets URAID_ROBUST, which makes this a failure)")
-	}
+	testutil.NeedFUSE(t)
 	fs, err := Start(os.TempDir(), 1, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { fs.Close() })
@@ -178,9 +171,7 @@ func TestFlushAfterFUA(t *testing.T) {
 // TestCutRule: a cut rule cuts the power just before the N-th operation it matches, fails that
 // one, reports the cut with its generation, and leaves every file opened before it dead.
 func TestCutRule(t *testing.T) {
-	if os.Getenv("URAID_ROBUST") == "" {
-		t.Skip("the simulated disks are tested with URAID_ROBUST=1 (make robustness)")
-	}
+	testutil.NeedFUSE(t)
 	cuts := make(chan Cut, 1)
 	fs, err := Start(os.TempDir(), 1, func(c Cut) { cuts <- c })
 	require.NoError(t, err)

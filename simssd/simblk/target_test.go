@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"uraid/internal/clock"
+	"uraid/internal/testutil"
 	"uraid/simssd"
 	"uraid/ublk"
 )
@@ -104,43 +104,20 @@ func TestWriteReadDiscard(t *testing.T) {
 	}
 }
 
-// pausingClock is a virtual clock whose Sleep blocks until the test lets
-// it go, so a TRIM in its latency holds the drive for as long as the test
-// needs. Sleeps of zero (instant reads and writes) do not stop.
-type pausingClock struct {
-	*clock.Virtual
-	slept chan time.Duration
-	wake  chan struct{}
-}
-
-func (c *pausingClock) Sleep(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	c.slept <- d
-	<-c.wake
-	c.Virtual.Sleep(d)
-}
-
 // TestReadDuringTrim: while a TRIM runs, the queue keeps dispatching: on an
 // NVMe-like drive a read is answered before the TRIM ends; on a SATA-like
 // one it reaches the drive and waits there for the TRIM.
 func TestReadDuringTrim(t *testing.T) {
 	for _, exclusive := range []bool{false, true} {
-		clk := &pausingClock{Virtual: clock.NewVirtual(time.Unix(0, 0)),
-			slept: make(chan time.Duration), wake: make(chan struct{})}
+		clk := testutil.NewPausingClock()
 		h, dev := newHarness(t, simssd.Config{TrimLatency: time.Second, Exclusive: exclusive, Clock: clk},
 			Options{Exclusive: exclusive})
 		require.NoError(t, h.Start(0, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 0, Length: 4096}))
-		<-clk.slept // the TRIM runs, and stays running until woken
+		<-clk.Slept // the TRIM runs, and stays running until woken
 		require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpRead, Offset: 65536, Length: 4096}))
 		if exclusive {
-			deadline := time.Now().Add(10 * time.Second)
-			for dev.Counters().Stalled == 0 {
-				require.False(t, time.Now().After(deadline), "the read never reached the drive")
-				time.Sleep(time.Millisecond)
-			}
-			clk.wake <- struct{}{}
+			testutil.WaitFor(t, "the read to reach the drive", func() bool { return dev.Counters().Stalled != 0 })
+			clk.Wake <- struct{}{}
 		}
 		tag, res, err := h.Wait()
 		require.NoError(t, err)
@@ -148,7 +125,7 @@ func TestReadDuringTrim(t *testing.T) {
 			assert.EqualValues(t, 1, tag, "the read finishes while the TRIM runs")
 			assert.EqualValues(t, 4096, res)
 			assert.Zero(t, dev.Counters().Trims)
-			clk.wake <- struct{}{}
+			clk.Wake <- struct{}{}
 		}
 		tag2, res2, err := h.Wait()
 		require.NoError(t, err)

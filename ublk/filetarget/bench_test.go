@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/testutil"
 	"uraid/ublk"
 )
 
@@ -34,13 +35,9 @@ func (t *preadTarget) work() {
 // benchFile makes a filled file on tmpfs when there is one, so that the
 // benchmarks measure the request path rather than a disk.
 func benchFile(b *testing.B) string {
-	dir := b.TempDir()
-	var sfs unix.Statfs_t
-	if unix.Statfs("/dev/shm", &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC {
-		d, err := os.MkdirTemp("/dev/shm", "filetarget-bench")
-		require.NoError(b, err)
-		b.Cleanup(func() { os.RemoveAll(d) })
-		dir = d
+	dir := testutil.TmpfsDir(b)
+	if dir == "" {
+		dir = b.TempDir()
 	}
 	path := filepath.Join(dir, "backing")
 	require.NoError(b, os.WriteFile(path, random(testSize, 9), 0o600))

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/testutil/ublktest"
 	"uraid/ublk"
 )
 
@@ -20,12 +21,12 @@ func TestBlockDiscardFallsBackToWorker(t *testing.T) {
 	tg, h := open(t, backing(t, t.TempDir()))
 	tg.block = true
 
-	res := do(t, h, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 0, Length: 1 << 20})
+	res := ublktest.Do(t, h, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 0, Length: 1 << 20})
 	assert.Equal(t, -int32(unix.ENOTTY), res)
 	assert.True(t, tg.policy.Async(), "a failed probe keeps the asynchronous command")
 	assert.Equal(t, uint64(1), tg.Stats().SlowDiscards)
 
-	res = do(t, h, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 1 << 20, Length: 1 << 20})
+	res = ublktest.Do(t, h, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 1 << 20, Length: 1 << 20})
 	assert.Equal(t, -int32(unix.ENOTTY), res)
 	assert.Equal(t, uint64(2), tg.Stats().SlowDiscards, "the second discard was refused by io_uring and probed again")
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 	"uraid/ublk"
 )
 
@@ -22,12 +24,7 @@ const (
 // backing makes a sparse file of testSize in dir.
 func backing(t *testing.T, dir string) string {
 	t.Helper()
-	path := filepath.Join(dir, "backing")
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(testSize))
-	require.NoError(t, f.Close())
-	return path
+	return testutil.SparseFile(t, dir, "backing", testSize)
 }
 
 func open(t *testing.T, path string) (*Target, *ublk.Harness) {
@@ -47,35 +44,10 @@ func open(t *testing.T, path string) (*Target, *ublk.Harness) {
 // which has no FALLOC_FL_ZERO_RANGE (the guest's /tmp is tmpfs).
 func dirs(t *testing.T) map[string]string {
 	d := map[string]string{"tempdir": t.TempDir()}
-	var sfs unix.Statfs_t
-	if unix.Statfs("/dev/shm", &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC {
-		shm, err := os.MkdirTemp("/dev/shm", "filetarget")
-		require.NoError(t, err)
-		t.Cleanup(func() { os.RemoveAll(shm) })
+	if shm := testutil.TmpfsDir(t); shm != "" {
 		d["tmpfs"] = shm
 	}
 	return d
-}
-
-func do(t *testing.T, h *ublk.Harness, r ublk.HarnessRequest) int32 {
-	t.Helper()
-	res, err := h.Do(r)
-	require.NoError(t, err)
-	return res
-}
-
-func write(t *testing.T, h *ublk.Harness, off int64, data []byte, fua bool) {
-	t.Helper()
-	copy(h.Buf(0), data)
-	res := do(t, h, ublk.HarnessRequest{Op: ublk.OpWrite, Offset: off, Length: int64(len(data)), FUA: fua})
-	require.Equal(t, int32(len(data)), res)
-}
-
-func read(t *testing.T, h *ublk.Harness, off int64, n int) []byte {
-	t.Helper()
-	res := do(t, h, ublk.HarnessRequest{Op: ublk.OpRead, Offset: off, Length: int64(n)})
-	require.Equal(t, int32(n), res)
-	return bytes.Clone(h.Buf(0)[:n])
 }
 
 func random(n int, seed uint64) []byte {
@@ -85,14 +57,6 @@ func random(n int, seed uint64) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
-}
-
-// allocated is the number of bytes the filesystem holds for path.
-func allocated(t *testing.T, path string) int64 {
-	t.Helper()
-	var st unix.Stat_t
-	require.NoError(t, unix.Stat(path, &st))
-	return st.Blocks * 512
 }
 
 func TestParamsFromFile(t *testing.T) {
@@ -127,11 +91,15 @@ func TestReadWriteRoundTrip(t *testing.T) {
 				fua bool
 			}{{0, 4096, false}, {testSize - testMaxIO, testMaxIO, true}, {1 << 20, 64 << 10, false}, {(1 << 20) + 4096, 8192, true}} {
 				data := random(w.n, uint64(i))
-				write(t, h, w.off, data, w.fua)
+				write := ublktest.Write
+				if w.fua {
+					write = ublktest.WriteFUA
+				}
+				write(t, h, w.off, data)
 				copy(want[w.off:], data)
 			}
 			for _, off := range []int64{0, 1 << 20, testSize - testMaxIO} {
-				assert.Equal(t, want[off:off+testMaxIO], read(t, h, off, testMaxIO))
+				assert.Equal(t, want[off:off+testMaxIO], ublktest.Read(t, h, off, testMaxIO))
 			}
 			got, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -146,9 +114,9 @@ func TestReadWriteRoundTrip(t *testing.T) {
 
 func TestFlushReachesFile(t *testing.T) {
 	tg, h := open(t, backing(t, t.TempDir()))
-	write(t, h, 0, random(4096, 1), false)
+	ublktest.Write(t, h, 0, random(4096, 1))
 	for range 3 {
-		assert.Equal(t, int32(0), do(t, h, ublk.HarnessRequest{Op: ublk.OpFlush}))
+		assert.Equal(t, int32(0), ublktest.Do(t, h, ublk.HarnessRequest{Op: ublk.OpFlush}))
 	}
 	assert.Equal(t, uint64(3), tg.Stats().Flushes)
 }
@@ -159,23 +127,22 @@ func TestDiscardPunchesHole(t *testing.T) {
 			path := backing(t, dir)
 			tg, h := open(t, path)
 			for off := int64(0); off < 2<<20; off += testMaxIO {
-				write(t, h, off, random(testMaxIO, uint64(off)), false)
+				ublktest.Write(t, h, off, random(testMaxIO, uint64(off)))
 			}
-			before := allocated(t, path)
+			before := testutil.Allocated(t, path)
 			require.GreaterOrEqual(t, before, int64(2<<20))
 
-			res := do(t, h, ublk.HarnessRequest{Op: ublk.OpDiscard, Offset: 1 << 20, Length: 1 << 20})
-			require.Equal(t, int32(0), res)
+			ublktest.Discard(t, h, 1<<20, 1<<20)
 
-			assert.LessOrEqual(t, allocated(t, path), before-(1<<20), "discarded blocks are freed")
+			assert.LessOrEqual(t, testutil.Allocated(t, path), before-(1<<20), "discarded blocks are freed")
 			f, err := os.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
 			hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE)
 			require.NoError(t, err)
 			assert.Equal(t, int64(1<<20), hole, "first hole is the discarded range")
-			assert.Equal(t, make([]byte, testMaxIO), read(t, h, 1<<20, testMaxIO))
-			assert.NotEqual(t, make([]byte, 4096), read(t, h, (1<<20)-4096, 4096), "data before the range survives")
+			assert.Equal(t, make([]byte, testMaxIO), ublktest.Read(t, h, 1<<20, testMaxIO))
+			assert.NotEqual(t, make([]byte, 4096), ublktest.Read(t, h, (1<<20)-4096, 4096), "data before the range survives")
 			s := tg.Stats()
 			assert.Equal(t, uint64(1), s.Discards)
 			assert.Equal(t, uint64(1<<20), s.DiscardedBytes)
@@ -190,14 +157,14 @@ func TestWriteZeroes(t *testing.T) {
 				path := backing(t, dir)
 				tg, h := open(t, path)
 				for off := int64(0); off < 1<<20; off += testMaxIO {
-					write(t, h, off, random(testMaxIO, uint64(off)+7), false)
+					ublktest.Write(t, h, off, random(testMaxIO, uint64(off)+7))
 				}
-				before := allocated(t, path)
-				res := do(t, h, ublk.HarnessRequest{Op: ublk.OpWriteZeroes, Offset: testMaxIO, Length: testMaxIO, NoUnmap: nounmap})
+				before := testutil.Allocated(t, path)
+				res := ublktest.Do(t, h, ublk.HarnessRequest{Op: ublk.OpWriteZeroes, Offset: testMaxIO, Length: testMaxIO, NoUnmap: nounmap})
 				require.Equal(t, int32(0), res)
-				assert.Equal(t, make([]byte, testMaxIO), read(t, h, testMaxIO, testMaxIO))
-				assert.NotEqual(t, make([]byte, 4096), read(t, h, 2*testMaxIO, 4096), "data after the range survives")
-				after := allocated(t, path)
+				assert.Equal(t, make([]byte, testMaxIO), ublktest.Read(t, h, testMaxIO, testMaxIO))
+				assert.NotEqual(t, make([]byte, 4096), ublktest.Read(t, h, 2*testMaxIO, 4096), "data after the range survives")
+				after := testutil.Allocated(t, path)
 				if nounmap {
 					assert.Equal(t, before, after, "NOUNMAP keeps the range allocated")
 				} else {
@@ -229,7 +196,7 @@ func TestOpenRefuses(t *testing.T) {
 // to the commit, allocates nothing.
 func TestRingPathDoesNotAllocate(t *testing.T) {
 	_, h := open(t, backing(t, t.TempDir()))
-	write(t, h, 0, random(4096, 3), false)
+	ublktest.Write(t, h, 0, random(4096, 3))
 	allocs := testing.AllocsPerRun(500, func() {
 		if res, err := h.Do(ublk.HarnessRequest{Op: ublk.OpRead, Length: 4096}); err != nil || res != 4096 {
 			panic("read failed")
@@ -239,23 +206,12 @@ func TestRingPathDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkRead4K(b *testing.B) {
-	dir := b.TempDir()
-	path := filepath.Join(dir, "backing")
+	path := filepath.Join(b.TempDir(), "backing")
 	require.NoError(b, os.WriteFile(path, random(testSize, 9), 0o600))
 	tg, err := Open(path, Options{})
 	require.NoError(b, err)
 	defer tg.Close()
-	h, err := ublk.NewHarness(tg, 8, testMaxIO)
-	require.NoError(b, err)
-	defer h.Close()
-	b.ReportAllocs()
-	b.SetBytes(4096)
-	for i := 0; b.Loop(); i++ {
-		off := int64(i%(testSize/4096)) * 4096
-		if _, err := h.Do(ublk.HarnessRequest{Op: ublk.OpRead, Offset: off, Length: 4096}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchReads(b, tg)
 }
 
 // In zero-copy mode the file is read into and written from the request's
@@ -271,11 +227,11 @@ func TestZeroCopyReadWrite(t *testing.T) {
 	require.True(t, h.ZeroCopy())
 
 	data := random(3*4096, 11)
-	write(t, h, 8192, data, true)
+	ublktest.WriteFUA(t, h, 8192, data)
 	onDisk, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, data, onDisk[8192:8192+len(data)])
-	assert.Equal(t, data[4096:], read(t, h, 8192+4096, 2*4096))
+	assert.Equal(t, data[4096:], ublktest.Read(t, h, 8192+4096, 2*4096))
 
 	allocs := testing.AllocsPerRun(200, func() {
 		if res, err := h.Do(ublk.HarnessRequest{Op: ublk.OpRead, Length: 4096}); err != nil || res != 4096 {
