@@ -5,23 +5,23 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"uraid/discard"
-	"uraid/internal/testutil"
-	"uraid/internal/testutil/ublktest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"uraid/discard"
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
 	"uraid/internal/failpoint"
+	"uraid/internal/testutil"
+	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
 	"uraid/ublk"
 )
@@ -295,7 +295,7 @@ func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
 // by the robustness harness, seed 3 on raid10-far.)
 func TestFlushAfterFailWaitsForTheRecord(t *testing.T) {
 	m := newMirrorWith(t, 0)
-	do(t, m.h, ublk.OpWrite, 0, bytes.Repeat([]byte{0x34}, 4096))
+	ublktest.Write(t, m.h, 0, bytes.Repeat([]byte{0x34}, 4096))
 	var once atomic.Bool
 	var ferr error
 	var res int32
@@ -662,7 +662,7 @@ func TestSyncIOOnARemovedMember(t *testing.T) {
 			m := newMirrorWith(t, 0)
 			off := 2 * m.a.regions.m.RegionSize()
 			data := bytes.Repeat([]byte{0x64}, harnessMaxIO)
-			do(t, m.h, ublk.OpWrite, off, data)
+			ublktest.Write(t, m.h, off, data)
 			var once atomic.Bool
 			var rerr error
 			setHook(t, func(name string, _ failpoint.Span) {
@@ -682,7 +682,7 @@ func TestSyncIOOnARemovedMember(t *testing.T) {
 			require.NotNil(t, st.Last)
 			assert.Zero(t, st.Last.MismatchBytes, "a removed copy is no mismatch")
 			assert.Equal(t, MemberActive, MemberState(m.a.state[0].Load()), "the copy left stays in service")
-			assert.Equal(t, data, do(t, m.h, ublk.OpRead, off, make([]byte, harnessMaxIO)))
+			assert.Equal(t, data, ublktest.Read(t, m.h, off, harnessMaxIO))
 		})
 	}
 }

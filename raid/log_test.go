@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil"
 	"uraid/mapping"
 )
 
@@ -37,7 +38,7 @@ func (l *logBuffer) String() string {
 // TestLogInjected: the array logs to Options.Log, each record tagged with its name, a failure at
 // level WARN: a member failing and a spare rebuilt in its place are heard there.
 func TestLogInjected(t *testing.T) {
-	dir := memDir(t)
+	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	spare := filepath.Join(dir, "s0")
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths, Spares: []string{spare}})
