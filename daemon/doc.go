@@ -12,5 +12,10 @@
 // that dies leaves its device quiesced, and Recover starts a successor on it from the array's
 // record, RunDir()/NAME.json (record.go), which exists exactly as long as the device does.
 //
+// A daemon's life is split by concern: run.go starts it on a new device (Run), recover.go on
+// what a predecessor left (Recover), devices.go numbers and checks the kernel's devices for a
+// start, served.go serves until a stop or a failure, and handover.go leaves the device to a
+// successor.
+//
 // Client is safe for concurrent use. Run or Recover, and Spawn, are called once per process.
 package daemon

@@ -1,5 +1,9 @@
 package daemon
 
+// run.go owns a daemon's start on a new device: Config, Run, its record, and the pieces of a
+// start that Recover uses too: the signals, the device's options, and startNew, which also
+// creates again, under its number, a device the kernel no longer has.
+
 import (
 	"context"
 	"errors"
