@@ -185,7 +185,15 @@ func (d *Disks) call(q request) response {
 		err = d.dec.Decode(&r)
 	}
 	if err != nil {
-		panic(fmt.Sprintf("simulated disks: the disk process does not answer %s: %v", q.Op, err))
+		// How it ended says who ended it: a signal from outside, or its own exit (its log
+		// has its panic).
+		how := "still running"
+		select {
+		case <-d.exited:
+			how = d.cmd.ProcessState.String()
+		case <-time.After(time.Second):
+		}
+		panic(fmt.Sprintf("simulated disks: the disk process does not answer %s: %v (the process: %s)", q.Op, err, how))
 	}
 	if r.Err != "" {
 		panic(fmt.Sprintf("simulated disks: %s: %s", q.Op, r.Err))
