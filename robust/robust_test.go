@@ -26,17 +26,14 @@ var (
 	verboseFlag  = flag.Bool("robust.v", false, "log every step")
 	deadlineFlag = flag.Duration("robust.deadline", 20*time.Minute, "the whole run's limit: past it the disks are aborted and the run fails")
 	moodsFlag    = flag.String("robust.moods", "", "the epochs' moods by weight, storm,calm,healing (default 2,1,2)")
-	searchFlag   = flag.Bool("robust.search", false, "TestPlanted: search from -robust.seed with -robust.moods, not from each defect's start")
 	plantFlag    = flag.String("robust.plant", "", "TestPlanted: only these defects (comma-separated; default: every one)")
 )
 
 // layouts are the redundant layouts the harness runs, each with its own share of the run.
-type layoutCfg struct {
+var layouts = []struct {
 	name string
 	cfg  Config
-}
-
-var layouts = []layoutCfg{
+}{
 	{"raid10-near", Config{Level: mapping.RAID10, Layout: mapping.Near2, Members: 4, Chunk: 64 << 10}},
 	{"raid1", Config{Level: mapping.RAID1, Members: 2}},
 	{"raid10-far", Config{Level: mapping.RAID10, Layout: mapping.Far2, Members: 3, Chunk: 16 << 10}},
@@ -142,27 +139,10 @@ var planted = []string{"A", "B", "C", "D", "E", "map", "resync", "recovery", "to
 // the order in rebuildRegion (copy, sync, then checkpoint).
 var unreached = []string{"claim", "widen", "F"}
 
-// A planted defect's start: the moods that spend the run's requests on its path, and the seed
-// and layout that found it in each of several runs when chosen (docs/robustness.md). A seed
-// replays its workload but not its threads' interleaving, so a start is a good first guess and
-// no promise: the search goes on over the next layouts and seeds within the budget.
-type plantStart struct {
-	moods  [3]int
-	seed   uint64
-	layout string
-}
-
-var (
-	healing = [3]int{0, 0, 1}
-	crashes = [3]int{2, 1, 0}
-)
-
-var plantedStarts = map[string]plantStart{}
-
 // TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
 // reports the seed and the requests to the first finding; a defect the harness misses within its
-// budget fails the test. Each defect starts where plantedStarts says; -robust.search starts
-// every one at -robust.seed (1 if unset) with -robust.moods instead, as the starts were found.
+// budget fails the test. The search starts at -robust.seed (1 if unset), with -robust.moods, on
+// each layout (or -robust.layout's).
 func TestPlanted(t *testing.T) {
 	testutil.NeedFUSE(t)
 	if !plant.Enabled {
@@ -178,22 +158,17 @@ func TestPlanted(t *testing.T) {
 			continue
 		}
 		t.Run(bug, func(t *testing.T) {
-			st, ok := plantedStarts[bug]
-			if *searchFlag || !ok {
-				st = plantStart{moods: moods(t), seed: max(*seedFlag, 1), layout: *layoutFlag}
-			}
-			first := max(0, slices.IndexFunc(layouts[:], func(l layoutCfg) bool { return l.name == st.layout }))
+			first, mood := max(*seedFlag, 1), moods(t)
 			plant.Set(bug)
 			defer plant.Set("")
 			spent := 0
-			for seed := st.seed; spent < budget; seed++ {
-				for k := range layouts {
-					l := layouts[(first+k)%len(layouts)]
+			for seed := first; spent < budget; seed++ {
+				for _, l := range layouts {
 					if *layoutFlag != "" && l.name != *layoutFlag {
 						continue
 					}
 					cfg := l.cfg
-					cfg.Seed, cfg.Ops, cfg.Moods = seed, 3000, st.moods
+					cfg.Seed, cfg.Ops, cfg.Moods = seed, 3000, mood
 					f, stats, err := Run(cfg, os.TempDir())
 					if err != nil {
 						t.Fatalf("the harness could not run: %v", err)
@@ -215,11 +190,11 @@ func TestPlanted(t *testing.T) {
 						continue
 					}
 					t.Logf("planted %s: found on %s with seed %d, moods %v, after %d requests (%d in all, %d without the defect to confirm): %s",
-						bug, l.name, seed, st.moods, f.Request, spent, bst.Requests, firstLineOf(f.What))
+						bug, l.name, seed, mood, f.Request, spent, bst.Requests, firstLineOf(f.What))
 					return
 				}
 			}
-			t.Errorf("planted %s: not found in %d requests from seed %d, moods %v", bug, spent, st.seed, st.moods)
+			t.Errorf("planted %s: not found in %d requests from seed %d, moods %v", bug, spent, first, mood)
 		})
 	}
 }
