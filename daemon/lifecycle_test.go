@@ -1,11 +1,9 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,30 +112,6 @@ func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 	return l
 }
 
-// logBuffer is a daemon's log that a test reads while the daemon writes it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// logTo is a logger as the daemon's (text, key=value) writing to a new logBuffer.
-func logTo() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
-	return slog.New(slog.NewTextHandler(b, nil)), b
-}
-
 // ended returns the loop's result once it has returned.
 func (l *lifecycle) ended() error {
 	l.t.Helper()
@@ -169,7 +143,7 @@ func memberState(t *testing.T, path string) raid.State {
 func TestStopRefusedWhileBusy(t *testing.T) {
 	dev := newFakeDevice(true)
 	dev.busy = fmt.Errorf("ublk dev 5: /dev/ublkb5 %w: mounted at /mnt/data", ublk.ErrBusy)
-	log, logged := logTo()
+	log, logged := testutil.Logger()
 	l := startLifecycle(t, dev, Config{Log: log})
 
 	err := l.s.Stop()
@@ -275,7 +249,7 @@ func TestHandoverRefused(t *testing.T) {
 // error so that its supervisor starts the successor.
 func TestDeviceFailure(t *testing.T) {
 	dev := newFakeDevice(true)
-	log, logged := logTo()
+	log, logged := testutil.Logger()
 	l := startLifecycle(t, dev, Config{Log: log})
 	defer l.s.a.Close()
 	require.NoError(t, l.s.FailQueue())

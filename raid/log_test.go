@@ -1,12 +1,10 @@
 package raid
 
 import (
-	"bytes"
 	"log/slog"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,6 @@ import (
 	"uraid/mapping"
 )
 
-// logBuffer is an array's log that a test reads while the array writes it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogInjected: the array logs to Options.Log, each record tagged with its name, a failure at
 // level WARN: a member failing and a spare rebuilt in its place are heard there.
 func TestLogInjected(t *testing.T) {
@@ -43,7 +23,7 @@ func TestLogInjected(t *testing.T) {
 	spare := filepath.Join(dir, "s0")
 	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths, Spares: []string{spare}})
 	require.NoError(t, err)
-	var logged logBuffer
+	var logged testutil.LogBuffer
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: newVirtual(), Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
