@@ -122,7 +122,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back that the harness must find.
-var planted = []string{"A", "B", "C", "D", "E", "map", "resync", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot"}
+var planted = []string{"A", "B", "C", "D", "E", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot"}
 
 // unreached are the planted defects the harness is not known to reach: TestPlanted tries them
 // only when -robust.plant names them; each has its regression test in package raid. claim needs
@@ -136,8 +136,13 @@ var planted = []string{"A", "B", "C", "D", "E", "map", "resync", "recovery", "to
 // dirty, which makes a rebuild's copies durable before the checkpoint that rides on that write
 // too, so F shows only while no region is dirty during a rebuild, and read-only healing epochs
 // have not yet found it in 120000 requests. Its guard is the harness's runs before the fix and
-// the order in rebuildRegion (copy, sync, then checkpoint).
-var unreached = []string{"claim", "widen", "F"}
+// the order in rebuildRegion (copy, sync, then checkpoint). resync (a resync marking a region in
+// sync without flushing its copies) is masked by the same flush: the regions that wait for a
+// resync are dirty, so every map write during a resync comes after a flush of the members; it
+// shows only for the last region resynced, with no write meanwhile, and a power loss after the
+// map's next write; it was found in 777 to 107791 requests before the fix, and in none of
+// 108000 since.
+var unreached = []string{"claim", "widen", "F", "resync"}
 
 // TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
 // reports the seed and the requests to the first finding; a defect the harness misses within its
