@@ -87,6 +87,9 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 				}
 			}
 			e.Drain()
+			// Drain waits for the TRIM, not for OnError, which the lane
+			// calls after it lets the TRIM go.
+			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(onErr) >= tt.onErrors })
 			mu.Lock()
 			assert.Len(t, onErr, tt.onErrors)
 			mu.Unlock()
