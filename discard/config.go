@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"uraid/internal/clock"
+	"uraid/mapping"
 )
 
 // Mode says when a discard is acknowledged.
@@ -88,8 +89,9 @@ type Config struct {
 
 	// OnError, if set, hears of every failed TRIM, from the member's
 	// lane goroutine with no lock held. In Async mode it is the only
-	// place a TRIM error shows besides Stats.
-	OnError func(r Range, err error)
+	// place a TRIM error shows besides Stats. The extent is the TRIM's
+	// (Logical 0: it may merge pieces of several discards).
+	OnError func(x mapping.Extent, err error)
 
 	// Clock paces MinGap and MaxDefer (nil: the wall clock). Tests inject
 	// a manual or virtual one.

@@ -30,6 +30,11 @@
 // Waiter resumed when it may try again; a ublk queue resumes it on its own
 // goroutine.
 //
+// Requests speak mapping's vocabulary, as the planner hands them over: a
+// member byte range is a mapping.Extent (a write's copies, a discard's
+// pieces), a read's part a mapping.Piece with its copies. mapping stays
+// below the engine: it knows nothing of discard.
+//
 // # Guarantees
 //
 //   - A TRIM covers only bytes some queued discard asked for: merging joins

@@ -9,6 +9,7 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/verify"
+	"uraid/mapping"
 )
 
 // Engine queues, merges, paces and issues the discards of one array, and
@@ -17,7 +18,7 @@ import (
 type Engine struct {
 	mode    Mode
 	members []*member
-	onError func(Range, error)
+	onError func(mapping.Extent, error)
 	clock   clock.Clock
 
 	// heldMu guards the list of async discards whose acknowledgement waits
@@ -73,8 +74,8 @@ func (e *Engine) Mode() Mode { return e.mode }
 // Members is the number of members the engine was built with.
 func (e *Engine) Members() int { return len(e.members) }
 
-// Discard queues d's ranges, the per-member pieces of one array discard, on
-// every member they name at once, and tells d.Done exactly once: in Sync
+// Discard queues d's extents, the per-member pieces of one array discard,
+// on every member they name at once, and tells d.Done exactly once: in Sync
 // mode when every piece is trimmed (with the first error), in Async mode
 // as soon as every piece is queued and no member it touched holds more
 // than MaxQueued pieces. It never blocks: a discard held back by a full
@@ -82,18 +83,18 @@ func (e *Engine) Members() int { return len(e.members) }
 // Done may run before Discard returns, or later on a lane goroutine (or on
 // the goroutine of the BeginWrite or Fail that settled its last bytes).
 //
-// Ranges of a member without an Issuer or that failed, and empty ranges,
-// are skipped. An invalid range fails the whole discard before anything is
-// queued. d belongs to the engine until Done is called.
+// Extents of a member without an Issuer or that failed, and empty extents,
+// are skipped. An invalid extent fails the whole discard before anything
+// is queued. d belongs to the engine until Done is called.
 func (e *Engine) Discard(d *Discard) {
 	d.finished.Store(false)
 	any := false
-	for _, r := range d.Ranges {
-		if err := r.check(len(e.members)); err != nil {
+	for _, x := range d.Extents {
+		if err := checkExtent(x, len(e.members)); err != nil {
 			d.finish(err)
 			return
 		}
-		any = any || (r.Len > 0 && e.members[r.Member].discards())
+		any = any || (x.Length > 0 && e.members[x.Member].discards())
 	}
 	if !any || e.closed.Load() {
 		d.finish(nil) // nothing to trim, or nothing will be: a discard is advisory
@@ -108,17 +109,17 @@ func (e *Engine) Discard(d *Discard) {
 	}
 	over := false
 	d.mark = TrimMark{}
-	for _, r := range d.Ranges {
-		m := e.members[r.Member]
-		if !m.discards() || r.Len == 0 {
+	for _, x := range d.Extents {
+		m := e.members[x.Member]
+		if !m.discards() || x.Length == 0 {
 			continue
 		}
 		if tag != nil {
-			d.left.Add(r.Len)
+			d.left.Add(x.Length)
 		}
-		seq, o, ok := m.push(r, tag)
+		seq, o, ok := m.push(x, tag)
 		if !ok && tag != nil {
-			d.left.Add(-r.Len) // the member failed or the engine closed: nothing to wait for
+			d.left.Add(-x.Length) // the member failed or the engine closed: nothing to wait for
 		}
 		if ok {
 			if d.mark.first == 0 {
@@ -234,9 +235,9 @@ func (e *Engine) fits(d *Discard) bool {
 	if e.closed.Load() {
 		return true
 	}
-	for _, r := range d.Ranges {
-		m := e.members[r.Member]
-		if l := m.lane.Load(); l.issuer != nil && r.Len > 0 && !m.isDown.Load() && m.queued.Load() > int64(l.cfg.MaxQueued) {
+	for _, x := range d.Extents {
+		m := e.members[x.Member]
+		if l := m.lane.Load(); l.issuer != nil && x.Length > 0 && !m.isDown.Load() && m.queued.Load() > int64(l.cfg.MaxQueued) {
 			return false
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/mapping"
 )
 
 func TestFanOutIsConcurrent(t *testing.T) {
@@ -25,9 +26,9 @@ func TestFanOutIsConcurrent(t *testing.T) {
 		members = append(members, Member{Issuer: drives[i].issuer()})
 	}
 	e := newEngine(t, Config{Mode: Sync, Members: members})
-	var ranges []Range
+	var ranges []mapping.Extent
 	for i := range n {
-		ranges = append(ranges, Range{Member: i, Off: 0, Len: 1 << 20})
+		ranges = append(ranges, mapping.Extent{Member: i, Offset: 0, Length: 1 << 20})
 	}
 	res := discard(e, ranges...)
 	for _, d := range drives {
@@ -60,15 +61,15 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 			f := newDrive(nil, true)
 			f.err = tt.err
 			var mu sync.Mutex
-			var onErr []Range
+			var onErr []mapping.Extent
 			e := newEngine(t, Config{Mode: tt.mode, Members: []Member{{Issuer: newDrive(nil, false).issuer()}, {Issuer: f.issuer()}},
-				OnError: func(r Range, err error) {
+				OnError: func(r mapping.Extent, err error) {
 					assert.ErrorIs(t, err, boom)
 					mu.Lock()
 					onErr = append(onErr, r)
 					mu.Unlock()
 				}})
-			res := discard(e, Range{Member: 1, Off: 4096, Len: 8192})
+			res := discard(e, mapping.Extent{Member: 1, Offset: 4096, Length: 8192})
 			f.next(t)
 			if tt.early {
 				require.True(t, res.done(), "an async discard is acknowledged once queued")
@@ -105,7 +106,7 @@ func TestInFlightLimit(t *testing.T) {
 		f := newDrive(nil, true)
 		e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), InFlight: limit}}})
 		for i := range 10 {
-			require.NoError(t, discard(e, Range{Off: int64(i) * 8192, Len: 4096}).wait(t))
+			require.NoError(t, discard(e, mapping.Extent{Offset: int64(i) * 8192, Length: 4096}).wait(t))
 		}
 		for range limit {
 			f.next(t)
@@ -129,10 +130,10 @@ func TestInFlightLimit(t *testing.T) {
 func TestAsyncBackpressureHoldsTheAcknowledgement(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), MaxQueued: 2}}})
-	acks := []completer{discard(e, Range{Off: 0, Len: 4096})}
+	acks := []completer{discard(e, mapping.Extent{Offset: 0, Length: 4096})}
 	f.next(t) // in flight: the queue is empty again
 	for i := 1; i <= 8; i++ {
-		acks = append(acks, discard(e, Range{Off: int64(i) * 8192, Len: 4096}))
+		acks = append(acks, discard(e, mapping.Extent{Offset: int64(i) * 8192, Length: 4096}))
 	}
 	for i, c := range acks {
 		assert.Equal(t, i <= 2, c.done(), "discard %d acknowledged: the queue holds 8, at most 2 are within the bound", i)
@@ -156,13 +157,13 @@ func TestAsyncBackpressureHoldsTheAcknowledgement(t *testing.T) {
 func TestWriteCancellationReleasesHeldDiscards(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	first := discard(e, Range{Off: 8192, Len: 4096})
-	second := discard(e, Range{Off: 16384, Len: 4096})
+	first := discard(e, mapping.Extent{Offset: 8192, Length: 4096})
+	second := discard(e, mapping.Extent{Offset: 16384, Length: 4096})
 	assert.True(t, first.done())
 	assert.False(t, second.done())
-	w, wk := newWrite(Range{Off: 16384, Len: 4096})
+	w, wk := newWrite(mapping.Extent{Offset: 16384, Length: 4096})
 	write(t, e, w, wk)
 	assert.True(t, second.done(), "the write removed the piece that kept the member over its bound")
 	f.open()
@@ -171,12 +172,12 @@ func TestWriteCancellationReleasesHeldDiscards(t *testing.T) {
 func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}}})
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t) // [0, 4096) in flight
-	discard(e, Range{Off: 8192, Len: 3 * 4096})
+	discard(e, mapping.Extent{Offset: 8192, Length: 3 * 4096})
 
 	// A write in the middle of the queued discard splits it.
-	w, wk := newWrite(Range{Off: 12288, Len: 4096})
+	w, wk := newWrite(mapping.Extent{Offset: 12288, Length: 4096})
 	require.True(t, e.BeginWrite(w))
 	e.EndWrite(w, 0)
 	st := e.Stats()[0]
@@ -184,7 +185,7 @@ func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
 	assert.Equal(t, 2, st.Queued)
 
 	// A write over the TRIM in flight is parked until it finishes.
-	w2, wk2 := newWrite(Range{Off: 1024, Len: 512})
+	w2, wk2 := newWrite(mapping.Extent{Offset: 1024, Length: 512})
 	require.False(t, e.BeginWrite(w2), "a write overlapping an in-flight TRIM went ahead")
 	assert.False(t, wk2.resumed())
 	f.release(t)
@@ -200,13 +201,13 @@ func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
 func TestSyncDiscardSettledByWrite(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}}})
-	first := discard(e, Range{Off: 0, Len: 4096})
+	first := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	res := discard(e, Range{Off: 8192, Len: 8192})
-	w, wk := newWrite(Range{Off: 8192, Len: 4096})
+	res := discard(e, mapping.Extent{Offset: 8192, Length: 8192})
+	w, wk := newWrite(mapping.Extent{Offset: 8192, Length: 4096})
 	write(t, e, w, wk)
 	assert.False(t, res.done(), "half of it is still queued")
-	w, wk = newWrite(Range{Off: 12288, Len: 4096})
+	w, wk = newWrite(mapping.Extent{Offset: 12288, Length: 4096})
 	write(t, e, w, wk)
 	require.True(t, res.done(), "a discard wholly overwritten is done without a TRIM")
 	require.NoError(t, res.wait(t))
@@ -225,13 +226,13 @@ func TestReadWaitsForQueuedAndInFlight(t *testing.T) {
 	}})
 	// A write in progress holds TRIMs back, yet a read waiting for one
 	// lifts the gate: otherwise it would wait for an hour.
-	w, _ := newWrite(Range{Off: 1 << 20, Len: 4096})
+	w, _ := newWrite(mapping.Extent{Offset: 1 << 20, Length: 4096})
 	require.True(t, e.BeginWrite(w))
-	discard(e, Range{Off: 0, Len: 4096})
-	other, owk := newRead(Range{Off: 8192, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
+	other, owk := newRead(mapping.Extent{Offset: 8192, Length: 4096})
 	assert.Equal(t, 0, read(t, e, other, owk, 0), "a read elsewhere does not wait")
 	e.EndRead(other, 0)
-	r, wk := newRead(Range{Member: 0, Off: 0, Len: 512}, Range{Member: 1, Off: 0, Len: 512})
+	r, wk := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 512}, mapping.Extent{Member: 1, Offset: 0, Length: 512})
 	require.False(t, e.BeginRead(r, 0), "a read of a range with a discard queued on one copy went ahead")
 	f.next(t)
 	assert.False(t, wk.resumed(), "resumed while the TRIM is still in flight")
@@ -247,10 +248,10 @@ func TestReadJumpsTheQueue(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}}})
 	for i := range 4 {
-		discard(e, Range{Off: int64(i) * 8192, Len: 4096})
+		discard(e, mapping.Extent{Offset: int64(i) * 8192, Length: 4096})
 	}
 	assert.Equal(t, [2]int64{0, 4096}, f.next(t))
-	r, wk := newRead(Range{Off: 3 * 8192, Len: 512})
+	r, wk := newRead(mapping.Extent{Offset: 3 * 8192, Length: 512})
 	require.False(t, e.BeginRead(r, 0))
 	f.release(t)
 	assert.Equal(t, [2]int64{3 * 8192, 4096}, f.next(t), "the TRIM a reader waits for goes next")
@@ -268,9 +269,9 @@ func TestYieldToIO(t *testing.T) {
 	f := newDrive(clk, true)
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
 		{Issuer: discardtest.Blocking(f.trim, clk), YieldToIO: true, MaxDefer: maxDefer}}})
-	r, wk := newRead(Range{Off: 1 << 20, Len: 4096})
+	r, wk := newRead(mapping.Extent{Offset: 1 << 20, Length: 4096})
 	read(t, e, r, wk, 0)
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	clk.WaitFor(1) // the lane waits for the I/O, at most MaxDefer
 	assert.Zero(t, e.Stats()[0].Issued, "a TRIM started while I/O was in progress")
 	e.EndRead(r, 0)
@@ -280,7 +281,7 @@ func TestYieldToIO(t *testing.T) {
 	// Under constant I/O a TRIM still goes after MaxDefer, and not before.
 	read(t, e, r, wk, 0)
 	start := clk.Now()
-	discard(e, Range{Off: 8192, Len: 4096})
+	discard(e, mapping.Extent{Offset: 8192, Length: 4096})
 	clk.WaitFor(1)
 	d, _ := clk.Next()
 	assert.Equal(t, maxDefer, d)
@@ -298,12 +299,12 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 	clk := clock.NewManual(time.Unix(0, 0))
 	f := newDrive(clk, true)
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{{Issuer: discardtest.Blocking(f.trim, clk), MinGap: gap}}})
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
 	f.release(t)
 	// Within the gap these pile up and leave as one TRIM.
 	for i := 1; i <= 8; i++ {
-		discard(e, Range{Off: int64(i) * 4096, Len: 4096})
+		discard(e, mapping.Extent{Offset: int64(i) * 4096, Length: 4096})
 	}
 	clk.WaitFor(1)
 	assert.Equal(t, uint64(1), e.Stats()[0].Issued, "a TRIM went within the gap")
@@ -320,7 +321,7 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 func TestMaxLenCutsTrims(t *testing.T) {
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxLen: 1 << 20}}})
-	require.NoError(t, discard(e, Range{Off: 0, Len: 5<<20 + 4096}).wait(t))
+	require.NoError(t, discard(e, mapping.Extent{Offset: 0, Length: 5<<20 + 4096}).wait(t))
 	var total int64
 	for _, c := range f.Calls() {
 		assert.LessOrEqual(t, c[1], int64(1<<20))
@@ -332,17 +333,17 @@ func TestMaxLenCutsTrims(t *testing.T) {
 func TestFailDropsQueueAndSteersAway(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}, {Issuer: newDrive(nil, false).issuer()}}})
-	inflight := discard(e, Range{Off: 0, Len: 4096})
+	inflight := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	queued := discard(e, Range{Off: 8192, Len: 4096})
-	r, wk := newRead(Range{Member: 0, Off: 8192, Len: 512}, Range{Member: 1, Off: 8192, Len: 512})
+	queued := discard(e, mapping.Extent{Offset: 8192, Length: 4096})
+	r, wk := newRead(mapping.Extent{Member: 0, Offset: 8192, Length: 512}, mapping.Extent{Member: 1, Offset: 8192, Length: 512})
 	require.False(t, e.BeginRead(r, 0))
 	e.Fail(0)
 	require.NoError(t, queued.wait(t), "a failed member's queued share is moot")
 	wk.wait(t)
 	assert.Equal(t, 1, read(t, e, r, wk, 0), "reads leave a failed member")
 	e.EndRead(r, 0)
-	after := discard(e, Range{Member: 0, Off: 16384, Len: 4096})
+	after := discard(e, mapping.Extent{Member: 0, Offset: 16384, Length: 4096})
 	require.NoError(t, after.wait(t))
 	assert.False(t, inflight.done(), "the TRIM in flight still finishes first")
 	f.open()
@@ -354,10 +355,10 @@ func TestClose(t *testing.T) {
 	f := newDrive(nil, true)
 	e, err := New(Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})
 	require.NoError(t, err)
-	inflight := discard(e, Range{Off: 0, Len: 4096})
+	inflight := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	queued := discard(e, Range{Off: 8192, Len: 4096})
-	w, wk := newWrite(Range{Off: 0, Len: 512})
+	queued := discard(e, mapping.Extent{Offset: 8192, Length: 4096})
+	w, wk := newWrite(mapping.Extent{Offset: 0, Length: 512})
 	require.False(t, e.BeginWrite(w))
 
 	closed := make(chan struct{})
@@ -377,7 +378,7 @@ func TestClose(t *testing.T) {
 	f.open()
 	<-closed
 	require.NoError(t, inflight.wait(t), "the TRIM in flight finishes")
-	require.NoError(t, discard(e, Range{Off: 0, Len: 4096}).wait(t), "a discard after Close is a no-op")
+	require.NoError(t, discard(e, mapping.Extent{Offset: 0, Length: 4096}).wait(t), "a discard after Close is a no-op")
 	assert.NoError(t, e.Close(), "Close twice")
 }
 
@@ -391,10 +392,10 @@ func TestInvalidInput(t *testing.T) {
 
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}, {}}})
-	for _, r := range []Range{{Member: 2, Len: 1}, {Member: -1, Len: 1}, {Off: -1, Len: 1}, {Off: 1, Len: -1}, {Off: 1 << 62, Len: 1 << 62}} {
-		assert.ErrorIs(t, discard(e, Range{Off: 0, Len: 4096}, r).wait(t), ErrRange, "%v", r)
+	for _, r := range []mapping.Extent{{Member: 2, Length: 1}, {Member: -1, Length: 1}, {Offset: -1, Length: 1}, {Offset: 1, Length: -1}, {Offset: 1 << 62, Length: 1 << 62}} {
+		assert.ErrorIs(t, discard(e, mapping.Extent{Offset: 0, Length: 4096}, r).wait(t), ErrRange, "%v", r)
 	}
-	require.NoError(t, discard(e, Range{Member: 1, Len: 4096}, Range{Len: 0}).wait(t),
+	require.NoError(t, discard(e, mapping.Extent{Member: 1, Length: 4096}, mapping.Extent{Length: 0}).wait(t),
 		"a member without an issuer and empty ranges are no-ops")
 	e.Drain()
 	assert.Empty(t, f.Calls(), "nothing of a rejected discard was queued")
@@ -404,9 +405,9 @@ func TestHotPathAllocations(t *testing.T) {
 	for _, mode := range []Mode{Async, Sync} {
 		e := newEngine(t, Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
 		c := make(completer, 1)
-		d := &Discard{Ranges: []Range{{Member: 0, Off: 0, Len: 4096}, {Member: 1, Off: 0, Len: 4096}}, Done: c}
-		w, ww := newWrite(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
-		r, rw := newRead(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+		d := &Discard{Extents: []mapping.Extent{{Member: 0, Offset: 0, Length: 4096}, {Member: 1, Offset: 0, Length: 4096}}, Done: c}
+		w, ww := newWrite(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
+		r, rw := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
 		op := func() {
 			e.Discard(d)
 			<-c
@@ -435,7 +436,7 @@ func TestStatsAndSettings(t *testing.T) {
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{
 		{Issuer: f.issuer(), InFlight: 3, YieldToIO: true, MaxLen: 1 << 20, MinGap: time.Millisecond}, {}}})
-	require.NoError(t, discard(e, Range{Off: 0, Len: 4096}, Range{Off: 4096, Len: 4096}).wait(t))
+	require.NoError(t, discard(e, mapping.Extent{Offset: 0, Length: 4096}, mapping.Extent{Offset: 4096, Length: 4096}).wait(t))
 	st := e.Stats()[0]
 	assert.Equal(t, uint64(2), st.Requests)
 	assert.Equal(t, int64(8192), st.Bytes)
@@ -472,15 +473,15 @@ func TestBeginReadSteers(t *testing.T) {
 		{Issuer: idle()}, // failed
 	}})
 	e.Fail(6)
-	w, _ := newWrite(Range{Member: 1, Off: 1 << 30, Len: 4096})
+	w, _ := newWrite(mapping.Extent{Member: 1, Offset: 1 << 30, Length: 4096})
 	require.True(t, e.BeginWrite(w))
 	for _, m := range []int{0, 1, 2, 5} {
-		discard(e, Range{Member: m, Off: 0, Len: 4096})
+		discard(e, mapping.Extent{Member: m, Offset: 0, Length: 4096})
 	}
 	f0.next(t)
 	f2.next(t)
 	eventually(t, func() bool { return e.Stats()[5].Completed == 1 })
-	discard(e, Range{Member: 5, Off: 1 << 20, Len: 4096})
+	discard(e, mapping.Extent{Member: 5, Offset: 1 << 20, Length: 4096})
 	clk.WaitFor(2) // member 1 waits for the I/O to end, member 5 for its gap
 	got := []int{}
 	for m := range 7 {
@@ -504,17 +505,17 @@ func TestBeginReadSteers(t *testing.T) {
 		{[]int{6}, 0, -1},
 	}
 	for _, tt := range tests {
-		var copies []Range
+		var copies []mapping.Extent
 		for _, m := range tt.copies {
-			copies = append(copies, Range{Member: m, Off: 1 << 30, Len: 4096})
+			copies = append(copies, mapping.Extent{Member: m, Offset: 1 << 30, Length: 4096})
 		}
 		r, wk := newRead(copies...)
 		for !e.BeginRead(r, tt.turn) {
 			wk.wait(t)
 		}
 		got := -1
-		if r.Pieces[0].HasPick() {
-			got = r.Pieces[0].Pick().Member
+		if r.HasPick(0) {
+			got = r.Pick(0).Member
 		}
 		assert.Equal(t, tt.want, got, "copies %v, turn %d", tt.copies, tt.turn)
 		e.EndRead(r, 0)
@@ -529,15 +530,15 @@ func TestBeginReadSteers(t *testing.T) {
 // when none is left.
 func TestReread(t *testing.T) {
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}, {Issuer: newInstant()}}})
-	r, wk := newRead(Range{Member: 0, Len: 512}, Range{Member: 1, Len: 512}, Range{Member: 2, Len: 512})
+	r, wk := newRead(mapping.Extent{Member: 0, Length: 512}, mapping.Extent{Member: 1, Length: 512}, mapping.Extent{Member: 2, Length: 512})
 	first := read(t, e, r, wk, 0)
 	e.Fail(first)
 	require.True(t, e.Reread(r, 0))
-	second := r.Pieces[0].Pick().Member
+	second := r.Pick(0).Member
 	assert.NotEqual(t, first, second)
 	e.Fail(second)
 	require.True(t, e.Reread(r, 0))
-	third := r.Pieces[0].Pick().Member
+	third := r.Pick(0).Member
 	assert.NotContains(t, []int{first, second}, third)
 	e.Fail(third)
 	assert.False(t, e.Reread(r, 0), "no copy left")
@@ -552,17 +553,17 @@ func TestReread(t *testing.T) {
 // time is not sent as many reads as its idle mirror.
 func TestBeginReadBalancesByQueueDepth(t *testing.T) {
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
-	busy, bwk := newRead(Range{Member: 0, Off: 0, Len: 4096})
+	busy, bwk := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 4096})
 	require.Equal(t, 0, read(t, e, busy, bwk, 0))
 	for turn := range uint32(4) {
-		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		r, wk := newRead(mapping.Extent{Member: 0, Offset: 8192, Length: 4096}, mapping.Extent{Member: 1, Offset: 8192, Length: 4096})
 		assert.Equal(t, 1, read(t, e, r, wk, turn), "turn %d: member 0 has a read in progress", turn)
 		e.EndRead(r, 0)
 	}
 	e.EndRead(busy, 0)
 	picks := map[int]int{}
 	for turn := range uint32(4) {
-		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		r, wk := newRead(mapping.Extent{Member: 0, Offset: 8192, Length: 4096}, mapping.Extent{Member: 1, Offset: 8192, Length: 4096})
 		picks[read(t, e, r, wk, turn)]++
 		e.EndRead(r, 0)
 	}
@@ -575,21 +576,21 @@ func TestBeginReadBalancesByQueueDepth(t *testing.T) {
 func TestTrimmed(t *testing.T) {
 	f0, f1 := newDrive(nil, true), newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}})
-	mark := func(ranges ...Range) TrimMark {
+	mark := func(ranges ...mapping.Extent) TrimMark {
 		c := make(completer, 1)
-		d := &Discard{Ranges: ranges, Done: c}
+		d := &Discard{Extents: ranges, Done: c}
 		e.Discard(d)
 		require.NoError(t, c.wait(t))
 		return d.Mark()
 	}
-	a := mark(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+	a := mark(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
 	assert.False(t, e.Trimmed(a), "acknowledged, not trimmed")
 	f0.next(t)
 	f1.next(t)
 	f0.release(t)
 	eventually(t, func() bool { return e.Stats()[0].Completed == 1 })
 	assert.False(t, e.Trimmed(a), "trimmed on one member only")
-	b := mark(Range{Member: 0, Off: 8192, Len: 4096})
+	b := mark(mapping.Extent{Member: 0, Offset: 8192, Length: 4096})
 	f1.release(t)
 	eventually(t, func() bool { return e.Stats()[1].Completed == 1 })
 	assert.True(t, e.Trimmed(a))
@@ -602,7 +603,7 @@ func TestTrimmed(t *testing.T) {
 	assert.False(t, e.Trimmed(b), "its TRIM failed")
 	assert.True(t, e.Trimmed(a), "it was trimmed before the failure")
 	f0.err = nil
-	c := mark(Range{Member: 0, Off: 1 << 20, Len: 4096})
+	c := mark(mapping.Extent{Member: 0, Offset: 1 << 20, Length: 4096})
 	f0.next(t)
 	f0.release(t)
 	eventually(t, func() bool { return e.Stats()[0].Completed == 3 })
@@ -639,7 +640,7 @@ func TestFailedTrimsMerge(t *testing.T) {
 func TestRevive(t *testing.T) {
 	old, fresh := newDrive(nil, true), newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: old.issuer()}, {Issuer: newInstant()}}})
-	inflight := discard(e, Range{Off: 0, Len: 4096})
+	inflight := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	old.next(t)
 	require.Error(t, e.Revive(0, Member{Issuer: fresh.issuer()}), "a member in service is not revived")
 	e.Fail(0)
@@ -653,11 +654,11 @@ func TestRevive(t *testing.T) {
 	old.open()
 	require.NoError(t, <-revived)
 	require.NoError(t, inflight.wait(t))
-	require.NoError(t, discard(e, Range{Off: 8192, Len: 4096}).wait(t))
+	require.NoError(t, discard(e, mapping.Extent{Offset: 8192, Length: 4096}).wait(t))
 	assert.Equal(t, [][2]int64{{8192, 4096}}, fresh.Calls())
 	assert.Len(t, old.Calls(), 1)
 	assert.Equal(t, 2, e.Settings(0).InFlight)
-	r, wk := newRead(Range{Member: 0, Off: 0, Len: 512}, Range{Member: 1, Off: 0, Len: 512})
+	r, wk := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 512}, mapping.Extent{Member: 1, Offset: 0, Length: 512})
 	picks := map[int]bool{}
 	for turn := range uint32(4) {
 		picks[read(t, e, r, wk, turn)] = true

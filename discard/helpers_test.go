@@ -9,6 +9,7 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/mapping"
 )
 
 // Test doubles for the engine's callers and members. Nothing here waits for
@@ -179,20 +180,20 @@ func (c completer) wait(t *testing.T) error {
 func (c completer) done() bool { return len(c) > 0 }
 
 // discard starts a discard of ranges and returns its completer.
-func discard(e *Engine, ranges ...Range) completer {
+func discard(e *Engine, ranges ...mapping.Extent) completer {
 	c := make(completer, 1)
-	e.Discard(&Discard{Ranges: ranges, Done: c})
+	e.Discard(&Discard{Extents: ranges, Done: c})
 	return c
 }
 
 // newWrite returns a write request of ranges with its waiter.
-func newWrite(ranges ...Range) (*Write, waiter) {
+func newWrite(ranges ...mapping.Extent) (*Write, waiter) {
 	w := newWaiter()
-	return &Write{Ticket: Ticket{Waiter: w}, Ranges: ranges}, w
+	return &Write{Ticket: Ticket{Waiter: w}, Extents: ranges}, w
 }
 
 // newRead returns a read request of one piece with the given copies.
-func newRead(copies ...Range) (*Read, waiter) {
+func newRead(copies ...mapping.Extent) (*Read, waiter) {
 	w := newWaiter()
 	r := &Read{Ticket: Ticket{Waiter: w}}
 	r.Add(copies...)
@@ -205,7 +206,7 @@ func write(t *testing.T, e *Engine, w *Write, wk waiter) {
 	for !e.BeginWrite(w) {
 		wk.wait(t)
 	}
-	for i := range w.Ranges {
+	for i := range w.Extents {
 		e.EndWrite(w, i)
 	}
 }
@@ -217,7 +218,7 @@ func read(t *testing.T, e *Engine, r *Read, wk waiter, turn uint32) int {
 	for !e.BeginRead(r, turn) {
 		wk.wait(t)
 	}
-	return r.Pieces[0].Pick().Member
+	return r.Pick(0).Member
 }
 
 // instant is an Issuer that finishes every TRIM as soon as it is submitted

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"uraid/internal/verify"
+	"uraid/mapping"
 )
 
 // member is one member's queue and its lane: the one goroutine that issues
@@ -143,11 +144,11 @@ func (m *member) verify() {
 	verify.Check(m.urgent >= 0, "discard member %d: urgent %d", m.idx, m.urgent)
 }
 
-// push queues r for d (nil for async) and returns its order number in the
+// push queues x for d (nil for async) and returns its order number in the
 // engine's numbering. It reports whether the member is over its bound
 // afterwards, and false for a member that is closed or down, whose share is
 // dropped.
-func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
+func (m *member) push(x mapping.Extent, d *Discard) (seq uint64, over, ok bool) {
 	m.mu.Lock()
 	if m.closed || m.down {
 		m.mu.Unlock()
@@ -155,9 +156,9 @@ func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
 	}
 	// Numbered under the member lock, so that each member's numbers grow.
 	seq = m.e.seq.Add(1)
-	m.q.PushAt(r.Off, r.Len, d, seq)
+	m.q.PushAt(x.Offset, x.Length, d, seq)
 	m.stats.requests++
-	m.stats.bytes += r.Len
+	m.stats.bytes += x.Length
 	m.publish()
 	over = m.q.Len() > m.lane.Load().cfg.MaxQueued
 	m.mu.Unlock()
@@ -281,7 +282,7 @@ func (m *member) finish(l *lane, id int, err error) {
 	m.cond.Broadcast() // Drain
 	m.mu.Unlock()
 	if err != nil && m.e.onError != nil {
-		m.e.onError(Range{Member: m.idx, Off: is.Off, Len: is.Len}, err)
+		m.e.onError(mapping.Extent{Member: m.idx, Offset: is.Off, Length: is.Len}, err)
 	}
 	for _, p := range is.Parts {
 		p.Tag.settle(p.Bytes, err)

@@ -13,6 +13,7 @@ import (
 
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
+	"uraid/mapping"
 	"uraid/simssd"
 )
 
@@ -59,15 +60,15 @@ func (l layout) copies(x int) (a, b int, off int64) {
 
 // ranges appends the member ranges of both copies of units [u, u+n),
 // joining what is contiguous on a member.
-func (l layout) ranges(u, n int, dst []Range) []Range {
+func (l layout) ranges(u, n int, dst []mapping.Extent) []mapping.Extent {
 	add := func(m int, off int64) {
 		for i := len(dst) - 1; i >= 0; i-- {
 			if dst[i].Member == m && dst[i].End() == off {
-				dst[i].Len += unit
+				dst[i].Length += unit
 				return
 			}
 		}
-		dst = append(dst, Range{Member: m, Off: off, Len: unit})
+		dst = append(dst, mapping.Extent{Member: m, Offset: off, Length: unit})
 	}
 	for x := u; x < u+n; x++ {
 		a, b, off := l.copies(x)
@@ -172,17 +173,17 @@ func (r *modelRun) run(g int, ops []modelOp) {
 		u := base + op.u
 		switch op.kind {
 		case opWrite:
-			w.Ranges = r.lay.ranges(u, op.n, w.Ranges[:0])
+			w.Extents = r.lay.ranges(u, op.n, w.Extents[:0])
 			for !r.e.BeginWrite(w) {
 				<-resumed
 			}
 			buf := make([]byte, 0, op.n*unit)
-			for j, rg := range w.Ranges {
-				buf = buf[:rg.Len]
+			for j, rg := range w.Extents {
+				buf = buf[:rg.Length]
 				for k := range buf {
 					buf[k] = op.val
 				}
-				_, err := r.devs[rg.Member].WriteAt(buf, rg.Off)
+				_, err := r.devs[rg.Member].WriteAt(buf, rg.Offset)
 				r.e.EndWrite(w, j)
 				if err != nil {
 					r.fail("op %d: %v", i, err)
@@ -192,10 +193,10 @@ func (r *modelRun) run(g int, ops []modelOp) {
 				st[x] = unitState{val: op.val}
 			}
 		case opDiscard:
-			d.Ranges = r.lay.ranges(u, op.n, d.Ranges[:0])
+			d.Extents = r.lay.ranges(u, op.n, d.Extents[:0])
 			r.mu.Lock()
-			for _, rg := range d.Ranges {
-				for o := rg.Off; o < rg.End(); o += unit {
+			for _, rg := range d.Extents {
+				for o := rg.Offset; o < rg.End(); o += unit {
 					r.requested[rg.Member][o/unit] = true
 				}
 			}
@@ -222,7 +223,7 @@ func (r *modelRun) run(g int, ops []modelOp) {
 			rd.Reset()
 			for x := from; x < from+n; x++ {
 				a, b, off := r.lay.copies(base + x)
-				rd.Add(Range{Member: a, Off: off, Len: unit}, Range{Member: b, Off: off, Len: unit})
+				rd.Add(mapping.Extent{Member: a, Offset: off, Length: unit}, mapping.Extent{Member: b, Offset: off, Length: unit})
 			}
 			for !r.e.BeginRead(rd, uint32(i)) {
 				<-resumed
@@ -231,7 +232,7 @@ func (r *modelRun) run(g int, ops []modelOp) {
 			for j := range rd.Pieces {
 				x := from + j
 				if ok {
-					ok = r.checkRead(i, base+x, rd.Pieces[j].Pick().Member, &st[x])
+					ok = r.checkRead(i, base+x, rd.Pick(j).Member, &st[x])
 				}
 				r.e.EndRead(rd, j)
 			}

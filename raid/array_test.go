@@ -367,7 +367,7 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	h := harness(t, a)
 	for _, off := range []int64{4 << 20, 5 << 20} { // away from the reads, which would wait for them
 		done := make(discardDone, 1)
-		a.engine.Discard(&discard.Discard{Ranges: []discard.Range{{Member: 0, Off: off, Len: 4096}}, Done: done})
+		a.engine.Discard(&discard.Discard{Extents: []mapping.Extent{{Member: 0, Offset: off, Length: 4096}}, Done: done})
 		require.NoError(t, <-done)
 	}
 	waitFor(t, func() bool { st := a.engine.Stats()[0]; return st.Completed == 1 && st.Queued == 1 })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"uraid/discard"
+	"uraid/mapping"
 )
 
 // Pacing knobs of the discard engine, per array.
@@ -152,8 +153,8 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 	}
 	cfg := discard.Config{
 		Mode: mode,
-		OnError: func(r discard.Range, err error) {
-			fmt.Fprintf(os.Stderr, "uraid: array %s: discard %v: %v\n", a.Name, r, err)
+		OnError: func(x mapping.Extent, err error) {
+			fmt.Fprintf(os.Stderr, "uraid: array %s: discard member %d [%d, %d): %v\n", a.Name, x.Member, x.Offset, x.End(), err)
 		},
 	}
 	fail := func(err error) (discard.Config, error) {

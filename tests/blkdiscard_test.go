@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/discard"
+	"uraid/mapping"
 )
 
 // doneFunc is a discard.Completer made of a function.
@@ -42,7 +43,7 @@ func TestE2EBlockDiscardURing(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 { // every other MiB of the first 16
 		wg.Add(1)
-		d := &discard.Discard{Ranges: []discard.Range{{Off: int64(2*i) << 20, Len: 1 << 20}}, Done: doneFunc(func(err error) {
+		d := &discard.Discard{Extents: []mapping.Extent{{Offset: int64(2*i) << 20, Length: 1 << 20}}, Done: doneFunc(func(err error) {
 			assert.NoError(t, err)
 			wg.Done()
 		})}
