@@ -139,6 +139,7 @@ func (e *Engine) BeginWrite(w *Write) bool {
 			continue
 		}
 		m.mu.Lock()
+		low := m.low.Load()
 		parts, cut := m.q.Cancel(x.Offset, x.Length, nil)
 		var resume *Ticket
 		if cut > 0 {
@@ -151,6 +152,9 @@ func (e *Engine) BeginWrite(w *Write) bool {
 			m.park(&m.writers, &w.Ticket, x.Offset, x.Length)
 		}
 		release := cut > 0 && m.q.Len() <= m.lane.Load().cfg.MaxQueued && e.held.Load() > 0
+		// The cut may have settled watched discards: the lane tells them,
+		// not this goroutine (a ublk queue's).
+		recheck := m.low.Load() != low && e.watched.Load() > 0
 		m.mu.Unlock()
 		for _, p := range parts {
 			p.Tag.settle(p.Bytes, nil)
@@ -158,6 +162,10 @@ func (e *Engine) BeginWrite(w *Write) bool {
 		resumeAll(resume)
 		if release {
 			e.releaseHeld()
+		}
+		if recheck {
+			m.recheck.Store(true)
+			m.wake()
 		}
 		if blocked {
 			return false

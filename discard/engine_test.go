@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -402,10 +403,22 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestHotPathAllocations(t *testing.T) {
-	for _, mode := range []Mode{Async, Sync} {
-		e := newEngine(t, Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
+	for _, tc := range []struct {
+		mode    Mode
+		watched bool // with a watcher told of each discard
+	}{{Async, false}, {Sync, false}, {Async, true}, {Sync, true}} {
+		mode := tc.mode
+		cfg := Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}}
+		var told atomic.Int64
+		if tc.watched {
+			cfg.OnTrimmed = func(uint64, bool) { told.Add(1) }
+		}
+		e := newEngine(t, cfg)
 		c := make(completer, 1)
 		d := &Discard{Extents: []mapping.Extent{{Member: 0, Offset: 0, Length: 4096}, {Member: 1, Offset: 0, Length: 4096}}, Done: c}
+		if tc.watched {
+			d.Watch = 1
+		}
 		w, ww := newWrite(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
 		r, rw := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
 		op := func() {
@@ -428,7 +441,11 @@ func TestHotPathAllocations(t *testing.T) {
 			op()
 		}
 		e.Drain()
-		assert.Zero(t, testing.AllocsPerRun(200, op), "%v", mode)
+		assert.Zero(t, testing.AllocsPerRun(200, op), "%v watched %v", mode, tc.watched)
+		if tc.watched {
+			e.Drain()
+			assert.Equal(t, int64(301), told.Load(), "every watched discard told once")
+		}
 	}
 }
 
@@ -570,47 +587,98 @@ func TestBeginReadBalancesByQueueDepth(t *testing.T) {
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, picks, "idle copies take turns")
 }
 
-// A TrimMark taken when a discard is queued says later whether all its
-// pieces were trimmed, long after an async acknowledgement; a failed TRIM
-// makes every discard queued before it look untrimmed, never the reverse.
+// A watched discard is told trimmed once all its pieces were trimmed, long
+// after an async acknowledgement; a failed TRIM makes every discard queued
+// before it untrimmed, never the reverse. Each is told once.
 func TestTrimmed(t *testing.T) {
 	f0, f1 := newDrive(nil, true), newDrive(nil, true)
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}})
-	mark := func(ranges ...mapping.Extent) TrimMark {
+	w := newWatcher()
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}, OnTrimmed: w.tell})
+	key := uint64(0)
+	watched := func(extents ...mapping.Extent) uint64 {
+		key++
 		c := make(completer, 1)
-		d := &Discard{Extents: ranges, Done: c}
-		e.Discard(d)
+		e.Discard(&Discard{Extents: extents, Done: c, Watch: key})
 		require.NoError(t, c.wait(t))
-		return d.Mark()
+		return key
 	}
-	a := mark(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
-	assert.False(t, e.Trimmed(a), "acknowledged, not trimmed")
+	a := watched(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
+	assert.False(t, w.heard(a), "acknowledged, not trimmed")
 	f0.next(t)
 	f1.next(t)
 	f0.release(t)
 	eventually(t, func() bool { return e.Stats()[0].Completed == 1 })
-	assert.False(t, e.Trimmed(a), "trimmed on one member only")
-	b := mark(mapping.Extent{Member: 0, Offset: 8192, Length: 4096})
+	assert.False(t, w.heard(a), "trimmed on one member only")
+	b := watched(mapping.Extent{Member: 0, Offset: 8192, Length: 4096})
 	f1.release(t)
-	eventually(t, func() bool { return e.Stats()[1].Completed == 1 })
-	assert.True(t, e.Trimmed(a))
-	assert.False(t, e.Trimmed(b), "a later discard is not done because an earlier one is")
+	assert.True(t, w.wait(t, a))
+	assert.False(t, w.heard(b), "a later discard is not done because an earlier one is")
 
 	f0.err = errors.New("medium error")
 	f0.next(t)
 	f0.release(t)
-	eventually(t, func() bool { return e.Stats()[0].Completed == 2 })
-	assert.False(t, e.Trimmed(b), "its TRIM failed")
-	assert.True(t, e.Trimmed(a), "it was trimmed before the failure")
+	assert.False(t, w.wait(t, b), "its TRIM failed")
+	assert.True(t, w.wait(t, a), "it was trimmed before the failure")
 	f0.err = nil
-	c := mark(mapping.Extent{Member: 0, Offset: 1 << 20, Length: 4096})
+	c := watched(mapping.Extent{Member: 0, Offset: 1 << 20, Length: 4096})
 	f0.next(t)
 	f0.release(t)
-	eventually(t, func() bool { return e.Stats()[0].Completed == 3 })
-	assert.True(t, e.Trimmed(c), "a discard queued after the failure")
-	assert.True(t, e.Trimmed(TrimMark{}), "a discard that queued nothing has nothing left to trim")
+	assert.True(t, w.wait(t, c), "a discard queued after the failure")
+	assert.True(t, w.wait(t, watched(mapping.Extent{Member: 1})), "a discard that queued nothing has nothing left to trim")
 	f0.open()
 	f1.open()
+	e.Drain()
+	assert.Equal(t, 4, w.count(), "each watched discard is told once")
+}
+
+// A watched discard's pieces dropped by Fail or Close are not trimmed, nor
+// is a piece a member out of service never took; a TRIM in flight still
+// counts; a full list tells at once.
+func TestTrimmedDropped(t *testing.T) {
+	f0, f1 := newDrive(nil, true), newDrive(nil, true)
+	w := newWatcher()
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}, OnTrimmed: w.tell, MaxWatched: 2})
+	both := func(off int64) []mapping.Extent {
+		return []mapping.Extent{{Member: 0, Offset: off, Length: 4096}, {Member: 1, Offset: off, Length: 4096}}
+	}
+	w.discard(t, e, 1, both(0)...) // in flight on both
+	f0.next(t)
+	f1.next(t)
+	w.discard(t, e, 2, both(8192)...) // queued behind it
+	w.discard(t, e, 3, both(16384)...)
+	assert.False(t, w.wait(t, 3), "the list holds two: the third is told at once")
+	e.Fail(1)
+	assert.False(t, w.wait(t, 2), "its piece on member 1 was dropped")
+	assert.False(t, w.heard(1), "in flight: a Fail lets it finish")
+	f1.release(t)
+	f0.release(t)
+	assert.True(t, w.wait(t, 1), "both its TRIMs finished")
+	w.discard(t, e, 4, both(32768)...)
+	assert.False(t, w.wait(t, 4), "member 1 was out of service: it did not trim its piece")
+	f0.open()
+	w.discard(t, e, 5, mapping.Extent{Member: 0, Offset: 1 << 20, Length: 4096})
+	e.Drain()
+	assert.True(t, w.heard(5), "told before Drain returned")
+	assert.True(t, w.wait(t, 5))
+	assert.Equal(t, 5, w.count())
+
+	f := newDrive(nil, true)
+	e = newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}}, OnTrimmed: w.tell})
+	inflight, queued := make(completer, 1), make(completer, 1)
+	e.Discard(&Discard{Extents: []mapping.Extent{{Offset: 0, Length: 4096}}, Done: inflight, Watch: 6})
+	f.next(t)
+	e.Discard(&Discard{Extents: []mapping.Extent{{Offset: 8192, Length: 4096}}, Done: queued, Watch: 7})
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	require.ErrorIs(t, queued.wait(t), ErrClosed)
+	f.open()
+	require.NoError(t, <-closed)
+	require.NoError(t, inflight.wait(t))
+	assert.True(t, w.wait(t, 6), "in flight at Close: it finished")
+	assert.False(t, w.wait(t, 7), "queued at Close: dropped")
+	w.discard(t, e, 8, mapping.Extent{Offset: 16384, Length: 4096})
+	assert.False(t, w.wait(t, 8), "after Close nothing is trimmed")
+	assert.Equal(t, 8, w.count(), "each watched discard is told once")
 }
 
 // Beyond maxFailed intervals the closest are merged: every interval stays
@@ -631,8 +699,8 @@ func TestFailedTrimsMerge(t *testing.T) {
 		}
 		assert.True(t, covered, "%v lost", f)
 	}
-	assert.False(t, e.Trimmed(TrimMark{first: 21, last: 22}), "inside a failed TRIM")
-	assert.True(t, e.Trimmed(TrimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
+	assert.False(t, e.trimmed(trimMark{first: 21, last: 22}), "inside a failed TRIM")
+	assert.True(t, e.trimmed(trimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
 }
 
 // A failed member revived with a new device: its old lane finishes the TRIM

@@ -1,6 +1,7 @@
 package discard
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -251,3 +252,53 @@ func (s *instant) Wake() {
 }
 
 func (s *instant) Close() error { return nil }
+
+// watcher hears what OnTrimmed tells, and panics on a second word for one
+// watch.
+type watcher struct {
+	mu   sync.Mutex
+	told map[uint64]bool
+}
+
+func newWatcher() *watcher { return &watcher{told: map[uint64]bool{}} }
+
+func (w *watcher) tell(key uint64, trimmed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.told[key]; ok {
+		panic(fmt.Sprintf("watch %d told twice", key))
+	}
+	w.told[key] = trimmed
+}
+
+// heard reports, without waiting, whether watch key was told.
+func (w *watcher) heard(key uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.told[key]
+	return ok
+}
+
+// wait waits until watch key is told and returns whether it was trimmed.
+func (w *watcher) wait(t *testing.T, key uint64) bool {
+	t.Helper()
+	eventually(t, func() bool { return w.heard(key) })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.told[key]
+}
+
+func (w *watcher) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.told)
+}
+
+// discard runs a discard of extents watched as key, and waits for its
+// acknowledgement.
+func (w *watcher) discard(t *testing.T, e *Engine, key uint64, extents ...mapping.Extent) {
+	t.Helper()
+	c := make(completer, 1)
+	e.Discard(&Discard{Extents: extents, Done: c, Watch: key})
+	require.NoError(t, c.wait(t))
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,6 +133,20 @@ type modelRun struct {
 	requested [][]bool      // per member, per unit offset: ever asked to discard
 	states    [][]unitState // per goroutine, its region at the end
 	errs      []error
+
+	// Every discard is watched (Discard.Watch): the engine's word that it
+	// was trimmed is checked against the drives when it comes.
+	begun   [][]atomic.Uint64 // per member, per unit offset: writes begun there
+	keys    atomic.Uint64
+	watched map[uint64]*watchedDiscard // guarded by mu
+	told    map[uint64]bool            // guarded by mu
+}
+
+// watchedDiscard is a discard's extents, and the writes begun on each of
+// their units when it was queued.
+type watchedDiscard struct {
+	extents []mapping.Extent
+	begun   [][]uint64
 }
 
 func (r *modelRun) fail(format string, args ...any) {
@@ -174,6 +189,11 @@ func (r *modelRun) run(g int, ops []modelOp) {
 		switch op.kind {
 		case opWrite:
 			w.Extents = r.lay.ranges(u, op.n, w.Extents[:0])
+			for _, x := range w.Extents {
+				for o := x.Offset; o < x.End(); o += unit {
+					r.begun[x.Member][o/unit].Add(1) // before the write can cut a discard
+				}
+			}
 			for !r.e.BeginWrite(w) {
 				<-resumed
 			}
@@ -200,6 +220,16 @@ func (r *modelRun) run(g int, ops []modelOp) {
 					r.requested[rg.Member][o/unit] = true
 				}
 			}
+			d.Watch = r.keys.Add(1)
+			wd := &watchedDiscard{extents: append([]mapping.Extent(nil), d.Extents...)}
+			for _, x := range d.Extents {
+				var gens []uint64
+				for o := x.Offset; o < x.End(); o += unit {
+					gens = append(gens, r.begun[x.Member][o/unit].Load())
+				}
+				wd.begun = append(wd.begun, gens)
+			}
+			r.watched[d.Watch] = wd
 			r.mu.Unlock()
 			r.e.Discard(d)
 			if err := <-done; err != nil {
@@ -249,6 +279,48 @@ func (r *modelRun) run(g int, ops []modelOp) {
 		}
 	}
 	r.final(g, st)
+}
+
+// trimmed is the engine's OnTrimmed: each discard is told once, and when
+// told trimmed, every unit of it that no write has begun on since it was
+// queued reads zeros on its drive now.
+func (r *modelRun) trimmed(key uint64, trimmed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.told[key]; ok {
+		r.errs = append(r.errs, fmt.Errorf("discard %d told twice", key))
+		return
+	}
+	r.told[key] = trimmed
+	wd := r.watched[key]
+	if wd == nil {
+		r.errs = append(r.errs, fmt.Errorf("discard %d told, never queued", key))
+		return
+	}
+	if !trimmed {
+		return
+	}
+	buf := make([]byte, unit)
+	for i, x := range wd.extents {
+		for k, o := 0, x.Offset; o < x.End(); k, o = k+1, o+unit {
+			// Read, then look for writes: a write counts itself before it
+			// reaches the drive, so bytes it put there are never taken for
+			// bytes the discard left.
+			if _, err := r.devs[x.Member].ReadAt(buf, o); err != nil {
+				r.errs = append(r.errs, err)
+				return
+			}
+			if r.begun[x.Member][o/unit].Load() != wd.begun[i][k] {
+				continue // a write came since: it may have taken the piece away
+			}
+			for _, c := range buf {
+				if c != 0 {
+					r.errs = append(r.errs, fmt.Errorf("discard %d told trimmed, member %d unit %d reads %d", key, x.Member, o/unit, c))
+					return
+				}
+			}
+		}
+	}
 }
 
 // checkRead checks an admitted read of unit x: the copy the engine picked
@@ -310,7 +382,8 @@ func TestEngineModel(t *testing.T) {
 		}
 		crash := rapid.Bool().Draw(t, "crash")
 
-		r := &modelRun{lay: lay, mode: mode, region: region, states: make([][]unitState, goroutines)}
+		r := &modelRun{lay: lay, mode: mode, region: region, states: make([][]unitState, goroutines),
+			watched: map[uint64]*watchedDiscard{}, told: map[uint64]bool{}}
 		clk := clock.NewVirtual(time.Unix(0, 0))
 		var members []Member
 		for range 2 * pairs {
@@ -321,6 +394,7 @@ func TestEngineModel(t *testing.T) {
 			}
 			r.devs = append(r.devs, dev)
 			r.requested = append(r.requested, make([]bool, memberUnits))
+			r.begun = append(r.begun, make([]atomic.Uint64, memberUnits))
 			y := yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")}
 			members = append(members, Member{
 				Issuer:      discardtest.Blocking(y.trim, clk),
@@ -333,7 +407,7 @@ func TestEngineModel(t *testing.T) {
 				MinGap:      time.Duration(rapid.IntRange(0, 1).Draw(t, "mingap")) * time.Millisecond,
 			})
 		}
-		e, err := New(Config{Mode: mode, Members: members, Clock: clk})
+		e, err := New(Config{Mode: mode, Members: members, Clock: clk, OnTrimmed: r.trimmed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,10 +419,24 @@ func TestEngineModel(t *testing.T) {
 		wg.Wait()
 		if !crash {
 			e.Drain()
+			// Nothing failed and nothing was dropped: every discard was
+			// trimmed, or cut by a write, and told so before Drain returned.
+			r.mu.Lock()
+			for key := range r.watched {
+				if trimmed, ok := r.told[key]; !ok || !trimmed {
+					r.errs = append(r.errs, fmt.Errorf("discard %d drained, told %v (trimmed %v)", key, ok, trimmed))
+				}
+			}
+			r.mu.Unlock()
 		}
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
 		}
+		r.mu.Lock()
+		if len(r.told) != len(r.watched) {
+			r.errs = append(r.errs, fmt.Errorf("%d discards, %d told", len(r.watched), len(r.told)))
+		}
+		r.mu.Unlock()
 		for _, err := range r.errs {
 			t.Error(err)
 		}

@@ -90,17 +90,22 @@ func (w *Write) Reset() { w.Extents = w.Extents[:0] }
 
 // Discard is one array discard: the per-member extents the planner produced
 // (mapping.Map.Discard, already rounded inward to each member's
-// granularity: the engine trims exactly what it is given), and who hears of
-// its completion.
+// granularity: the engine trims exactly what it is given), who hears of its
+// completion, and who waits to hear whether it was trimmed.
 type Discard struct {
 	Extents []mapping.Extent
 	// Done hears the outcome once: in Sync mode when every piece is
 	// trimmed (with the first error), in Async mode once every piece is
 	// queued and no member it touched holds more than MaxQueued pieces.
 	Done Completer
+	// Watch, when not 0, asks the engine to tell Config.OnTrimmed, once,
+	// whether every piece of the discard was trimmed: see OnTrimmed for
+	// when, and what true promises. The engine keeps Watch, not d: d may be
+	// reused as soon as Done has been called.
+	Watch uint64
 
 	left atomic.Int64 // Sync: bytes not settled yet
-	mark TrimMark     // where its pieces stand in the engine's numbering
+	mark trimMark     // where its pieces stand in the engine's numbering
 	mu   sync.Mutex
 	err  error // Sync: first error, guarded by mu
 

@@ -156,6 +156,9 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 		OnError: func(x mapping.Extent, err error) {
 			fmt.Fprintf(os.Stderr, "uraid: array %s: discard member %d [%d, %d): %v\n", a.Name, x.Member, x.Offset, x.End(), err)
 		},
+		// The region map hears from the engine whether each discard it watches was trimmed.
+		OnTrimmed:  a.trimDone,
+		MaxWatched: maxPendingTrims,
 	}
 	fail := func(err error) (discard.Config, error) {
 		for _, mc := range cfg.Members {
@@ -173,6 +176,14 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 		cfg.Members = append(cfg.Members, mc)
 	}
 	return cfg, nil
+}
+
+// trimDone passes the engine's word on a watched discard to the region map, which watched it
+// (serveDiscard): an array without a map watches none.
+func (a *Array) trimDone(key uint64, trimmed bool) {
+	if a.regions != nil {
+		a.regions.trimDone(key, trimmed)
+	}
 }
 
 // memberConfig is the discard engine's configuration of device m (nil: none) in slot i. The engine

@@ -13,7 +13,6 @@ import (
 	"uraid/internal/plant"
 	"uraid/latency"
 	"uraid/mapping"
-	"uraid/region"
 	"uraid/ublk"
 )
 
@@ -389,21 +388,25 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 		return
 	}
 	// A member out of service gets nothing; the others' extents stay, in order.
-	t.disc.Extents = slices.DeleteFunc(t.disc.Extents, func(e mapping.Extent) bool { return !a.writable(e.Member) })
+	skipped := false
+	t.disc.Extents = slices.DeleteFunc(t.disc.Extents, func(e mapping.Extent) bool {
+		out := !a.writable(e.Member)
+		skipped = skipped || out
+		return out
+	})
 	a.discard.requests.Add(1)
 	a.discard.bytes.Add(uint64(r.Length))
 	a.discard.memberRanges.Add(uint64(len(t.disc.Extents)))
-	var trim region.Trim
+	t.disc.Watch = 0
 	if a.regions != nil {
-		trim = a.regions.startTrim(r.Offset, r.Length)
+		// Before the engine has it: the map must know of the discard before any write that
+		// follows it, and before the engine can tell it trimmed (trimDone, perhaps from within
+		// Discard). A discard a member skipped trims no region.
+		t.disc.Watch = a.regions.startTrim(r.Offset, r.Length, !skipped)
 	}
 	t.discarded = timedDiscard{r: r, start: t.start, hist: &a.lat.discard}
 	t.disc.Done = &t.discarded
 	a.engine.Discard(&t.disc)
-	if a.regions != nil {
-		// The mark is read before the queue can reuse the tag: that takes this goroutine.
-		a.regions.trimQueued(trim, t.disc.Mark())
-	}
 }
 
 // Reap takes the result of one member I/O; see ublk.RingTarget.
