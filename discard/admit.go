@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"uraid/internal/verify"
+	"uraid/mapping"
 )
 
 // BeginRead admits a read: for each piece it checks that no copy has a
@@ -25,17 +26,18 @@ import (
 // (a piece with no working copy left has none: Pick panics, check HasPick),
 // and EndRead must be called for each piece with a Pick.
 func (e *Engine) BeginRead(r *Read, turn uint32) bool {
+	r.picks = r.picks[:0]
 	for i := range r.Pieces {
+		r.picks = append(r.picks, -1)
 		p := &r.Pieces[i]
-		p.pick = -1
 		for _, c := range p.Copies[:p.N] {
 			m := e.members[c.Member]
-			if c.Len <= 0 || m.outstanding.Load() == 0 || m.isDown.Load() {
+			if c.Length <= 0 || m.outstanding.Load() == 0 || m.isDown.Load() {
 				continue
 			}
 			m.mu.Lock()
-			if !m.closed && !m.down && m.q.Overlaps(c.Off, c.Len) {
-				m.park(&m.readers, &r.Ticket, c.Off, c.Len)
+			if !m.closed && !m.down && m.q.Overlaps(c.Offset, c.Length) {
+				m.park(&m.readers, &r.Ticket, c.Offset, c.Length)
 				m.mu.Unlock()
 				m.wake() // the gate lifts for a waiting reader
 				return false
@@ -44,43 +46,39 @@ func (e *Engine) BeginRead(r *Read, turn uint32) bool {
 		}
 	}
 	for i := range r.Pieces {
-		e.pickCopy(&r.Pieces[i], int(turn)+i, -1)
+		r.picks[i] = e.pickCopy(&r.Pieces[i], int(turn)+i, -1)
 	}
 	return true
 }
 
-// HasPick reports whether the piece has a copy to read from.
-func (p *ReadPiece) HasPick() bool { return p.pick >= 0 }
-
 // EndRead closes the I/O gate BeginRead or Reread opened for piece i.
 func (e *Engine) EndRead(r *Read, i int) {
-	p := &r.Pieces[i]
-	if p.pick < 0 {
+	if !r.HasPick(i) {
 		return
 	}
-	e.endIO(p.Copies[p.pick].Member)
+	e.endIO(r.Pick(i).Member)
 }
 
 // Reread picks another copy for piece i after its read failed and the
 // caller failed that member (Fail), ending the old pick's gate first. It
 // reports false when no working copy is left.
 func (e *Engine) Reread(r *Read, i int) bool {
-	p := &r.Pieces[i]
-	prev := p.pick
+	prev := r.picks[i]
 	if prev >= 0 {
-		e.endIO(p.Copies[prev].Member)
-		p.pick = -1
+		e.endIO(r.Pieces[i].Copies[prev].Member)
+		r.picks[i] = -1
 	}
-	return e.pickCopy(p, prev+1, prev)
+	r.picks[i] = e.pickCopy(&r.Pieces[i], prev+1, prev)
+	return r.picks[i] >= 0
 }
 
-// pickCopy sets p.pick to the up copy of least stall, searching from start
-// (mod N) and never choosing skip, and opens its gate.
-func (e *Engine) pickCopy(p *ReadPiece, start, skip int) bool {
+// pickCopy returns the up copy of p of least stall, searching from start
+// (mod N) and never choosing skip, with its gate opened; -1 when no copy
+// works.
+func (e *Engine) pickCopy(p *mapping.Piece, start, skip int) int {
 	pick := e.leastStall(p, start, skip)
 	if pick < 0 {
-		p.pick = -1
-		return false
+		return -1
 	}
 	if e.startIO(p.Copies[pick].Member) {
 		// A TRIM started since leastStall looked: choose again with it
@@ -91,8 +89,7 @@ func (e *Engine) pickCopy(p *ReadPiece, start, skip int) bool {
 			e.startIO(p.Copies[pick].Member)
 		}
 	}
-	p.pick = pick
-	return true
+	return pick
 }
 
 // leastStall returns the working copy of p that would serve a read soonest:
@@ -100,14 +97,14 @@ func (e *Engine) pickCopy(p *ReadPiece, start, skip int) bool {
 // (as md balances by queue depth, so that a member that runs one command
 // at a time is not sent as many reads as its idle mirror), then the first
 // from start. -1 when no copy works.
-func (e *Engine) leastStall(p *ReadPiece, start, skip int) int {
+func (e *Engine) leastStall(p *mapping.Piece, start, skip int) int {
 	pick, least := -1, int64(math.MaxInt64)
 	for k := range p.N {
 		c := (start + k) % p.N
 		if c < 0 {
 			c += p.N
 		}
-		if c == skip || p.Copies[c].Len <= 0 {
+		if c == skip || p.Copies[c].Length <= 0 {
 			continue // a copy the caller left out
 		}
 		m := e.members[p.Copies[c].Member]
@@ -124,36 +121,40 @@ func (e *Engine) leastStall(p *ReadPiece, start, skip int) int {
 	return pick
 }
 
-// BeginWrite admits a write of every range in w, one per copy. Queued
-// discards over the ranges are removed first, because a TRIM issued after
+// BeginWrite admits a write of every extent in w, one per copy. Queued
+// discards over the extents are removed first, because a TRIM issued after
 // the write would destroy it (for a Sync discard those bytes count as
 // trimmed: once the write lands, discarding them is moot). If a TRIM in
-// flight overlaps a range, the device might apply it after the write: the
+// flight overlaps an extent, the device might apply it after the write: the
 // write is parked and w.Waiter resumed when that TRIM has finished; call
 // BeginWrite again then. On true the write may be issued, the I/O gates of
-// its members are open, and EndWrite must be called for every range.
+// its members are open, and EndWrite must be called for every extent.
 //
 // A discard queued after BeginWrite returned is a later request and may
 // trim the write, as it should.
 func (e *Engine) BeginWrite(w *Write) bool {
-	for _, r := range w.Ranges {
-		m := e.members[r.Member]
-		if r.Len <= 0 || m.outstanding.Load() == 0 {
+	for _, x := range w.Extents {
+		m := e.members[x.Member]
+		if x.Length <= 0 || m.outstanding.Load() == 0 {
 			continue
 		}
 		m.mu.Lock()
-		parts, cut := m.q.Cancel(r.Off, r.Len, nil)
+		low := m.low.Load()
+		parts, cut := m.q.Cancel(x.Offset, x.Length, nil)
 		var resume *Ticket
 		if cut > 0 {
 			m.publish()
 			resume = m.unpark() // reads that waited only for the cancelled bytes
 			m.cond.Broadcast()  // a Drain whose oldest piece the write took away
 		}
-		blocked := !m.closed && m.q.OverlapsInFlight(r.Off, r.Len)
+		blocked := !m.closed && m.q.OverlapsInFlight(x.Offset, x.Length)
 		if blocked {
-			m.park(&m.writers, &w.Ticket, r.Off, r.Len)
+			m.park(&m.writers, &w.Ticket, x.Offset, x.Length)
 		}
 		release := cut > 0 && m.q.Len() <= m.lane.Load().cfg.MaxQueued && e.held.Load() > 0
+		// The cut may have settled watched discards: the lane tells them,
+		// not this goroutine (a ublk queue's).
+		recheck := m.low.Load() != low && e.watched.Load() > 0
 		m.mu.Unlock()
 		for _, p := range parts {
 			p.Tag.settle(p.Bytes, nil)
@@ -162,25 +163,29 @@ func (e *Engine) BeginWrite(w *Write) bool {
 		if release {
 			e.releaseHeld()
 		}
+		if recheck {
+			m.recheck.Store(true)
+			m.wake()
+		}
 		if blocked {
 			return false
 		}
 	}
 	w.gated = w.gated[:0]
-	for _, r := range w.Ranges {
-		w.gated = append(w.gated, r.Len > 0)
-		if r.Len > 0 {
-			e.startIO(r.Member)
+	for _, x := range w.Extents {
+		w.gated = append(w.gated, x.Length > 0)
+		if x.Length > 0 {
+			e.startIO(x.Member)
 		}
 	}
 	return true
 }
 
-// EndWrite closes the I/O gate BeginWrite opened for range i of w.
+// EndWrite closes the I/O gate BeginWrite opened for extent i of w.
 func (e *Engine) EndWrite(w *Write, i int) {
 	if i < len(w.gated) && w.gated[i] {
 		w.gated[i] = false
-		e.endIO(w.Ranges[i].Member)
+		e.endIO(w.Extents[i].Member)
 	}
 }
 

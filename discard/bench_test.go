@@ -10,6 +10,7 @@ import (
 
 	"uraid/internal/discardtest"
 	"uraid/internal/testutil"
+	"uraid/mapping"
 	"uraid/simssd"
 )
 
@@ -63,12 +64,12 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	e := benchEngine(b, Config{Mode: Sync, Members: members})
 	done := make(chanDone, 1)
-	d := &Discard{Ranges: make([]Range, 4), Done: done}
+	d := &Discard{Extents: make([]mapping.Extent, 4), Done: done}
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
-		for m := range d.Ranges {
-			d.Ranges[m] = Range{Member: m, Off: int64(i) << 20, Len: 1 << 20}
+		for m := range d.Extents {
+			d.Extents[m] = mapping.Extent{Member: m, Offset: int64(i) << 20, Length: 1 << 20}
 		}
 		e.Discard(d)
 		if err := <-done; err != nil {
@@ -114,7 +115,7 @@ func BenchmarkReadP99UnderTrims(b *testing.B) {
 				// 0's queue is over its bound, as a block device's requests.
 				rng := rand.New(rand.NewPCG(1, 2))
 				done := make(chanDone, 1)
-				d := &Discard{Ranges: make([]Range, 2), Done: done}
+				d := &Discard{Extents: make([]mapping.Extent, 2), Done: done}
 				for {
 					select {
 					case <-stop:
@@ -122,8 +123,8 @@ func BenchmarkReadP99UnderTrims(b *testing.B) {
 					default:
 					}
 					off := rng.Int64N(1<<30) &^ (64<<10 - 1)
-					d.Ranges[0] = Range{Member: 0, Off: off, Len: 64 << 10}
-					d.Ranges[1] = Range{Member: 1, Off: off, Len: 64 << 10}
+					d.Extents[0] = mapping.Extent{Member: 0, Offset: off, Length: 64 << 10}
+					d.Extents[1] = mapping.Extent{Member: 1, Offset: off, Length: 64 << 10}
 					e.Discard(d)
 					<-done
 				}
@@ -142,16 +143,16 @@ func BenchmarkReadP99UnderTrims(b *testing.B) {
 			r.Reset()
 			if steer {
 				// The array's way: the engine picks the copy.
-				r.Add(Range{Member: 2 * pair, Off: off, Len: 4096}, Range{Member: 2*pair + 1, Off: off, Len: 4096})
+				r.Add(mapping.Extent{Member: 2 * pair, Offset: off, Length: 4096}, mapping.Extent{Member: 2*pair + 1, Offset: off, Length: 4096})
 			} else {
 				// md's way: any mirror, regardless of its TRIMs.
-				r.Add(Range{Member: 2*pair + m, Off: off, Len: 4096})
+				r.Add(mapping.Extent{Member: 2*pair + m, Offset: off, Length: 4096})
 			}
 			start := time.Now()
 			for !e.BeginRead(r, uint32(i)) {
 				<-resumed
 			}
-			m = r.Pieces[0].Pick().Member
+			m = r.Pick(0).Member
 			if _, err := devs[m].ReadAt(buf, off); err != nil {
 				b.Fatal(err)
 			}
@@ -216,10 +217,10 @@ func BenchmarkBackToBack(b *testing.B) {
 			d := benchDev(b, cfg)
 			e := benchEngine(b, Config{Mode: Async, Members: []Member{{Issuer: sim(d), MinGap: cfg.BackToBackWindow}}})
 			done := make(chanDone, 1)
-			dc := &Discard{Ranges: make([]Range, 1), Done: done}
+			dc := &Discard{Extents: make([]mapping.Extent, 1), Done: done}
 			start := time.Now()
 			for _, o := range offs {
-				dc.Ranges[0] = Range{Off: o, Len: 4096}
+				dc.Extents[0] = mapping.Extent{Offset: o, Length: 4096}
 				e.Discard(dc)
 				<-done
 			}
@@ -258,11 +259,11 @@ func BenchmarkOneSlowMember(b *testing.B) {
 				}
 				e := benchEngine(b, Config{Mode: mode, Members: members})
 				done := make(chanDone, 1)
-				d := &Discard{Ranges: make([]Range, 4), Done: done}
+				d := &Discard{Extents: make([]mapping.Extent, 4), Done: done}
 				start := time.Now()
 				for i := range discards {
-					for m := range d.Ranges {
-						d.Ranges[m] = Range{Member: m, Off: int64(i) << 21, Len: 1 << 20}
+					for m := range d.Extents {
+						d.Extents[m] = mapping.Extent{Member: m, Offset: int64(i) << 21, Length: 1 << 20}
 					}
 					t0 := time.Now()
 					e.Discard(d)
@@ -298,20 +299,20 @@ func BenchmarkAdmit(b *testing.B) {
 				{Issuer: sim(benchDev(b, simssd.Config{}))},
 			}})
 			r := &Read{}
-			w := &Write{Ranges: make([]Range, 2)}
+			w := &Write{Extents: make([]mapping.Extent, 2)}
 			picks := [2]int{}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				off := int64(i%1024) << 12
 				r.Reset()
-				r.Add(Range{Member: 0, Off: off, Len: 4096}, Range{Member: 1, Off: off, Len: 4096})
+				r.Add(mapping.Extent{Member: 0, Offset: off, Length: 4096}, mapping.Extent{Member: 1, Offset: off, Length: 4096})
 				if !e.BeginRead(r, uint32(i)) {
 					b.Fatal("a read parked with no discard pending")
 				}
-				picks[r.Pieces[0].Pick().Member]++
+				picks[r.Pick(0).Member]++
 				e.EndRead(r, 0)
-				w.Ranges[0] = Range{Member: 0, Off: off, Len: 4096}
-				w.Ranges[1] = Range{Member: 1, Off: off, Len: 4096}
+				w.Extents[0] = mapping.Extent{Member: 0, Offset: off, Length: 4096}
+				w.Extents[1] = mapping.Extent{Member: 1, Offset: off, Length: 4096}
 				if !e.BeginWrite(w) {
 					b.Fatal("a write parked with no discard pending")
 				}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"uraid/internal/clock"
+	"uraid/mapping"
 )
 
 // Mode says when a discard is acknowledged.
@@ -39,6 +40,9 @@ const (
 	// second one; InFlightNVMe suits drives with queued TRIM.
 	InFlightSATA = 1
 	InFlightNVMe = 4
+	// DefaultMaxWatched bounds the discards whose trimming OnTrimmed waits
+	// to hear of, when Config.MaxWatched is 0.
+	DefaultMaxWatched = 8192
 )
 
 // Member configures how one member is trimmed.
@@ -88,8 +92,34 @@ type Config struct {
 
 	// OnError, if set, hears of every failed TRIM, from the member's
 	// lane goroutine with no lock held. In Async mode it is the only
-	// place a TRIM error shows besides Stats.
-	OnError func(r Range, err error)
+	// place a TRIM error shows besides Stats. The extent is the TRIM's
+	// (Logical 0: it may merge pieces of several discards).
+	OnError func(x mapping.Extent, err error)
+
+	// OnTrimmed, if set, is told once of every discard queued with a
+	// non-zero Watch whether it was trimmed. trimmed is true only when
+	// every piece the discard queued was settled without fault on every
+	// member it was queued on: trimmed by TRIMs that completed without
+	// error, or taken away by a write before it was issued (BeginWrite:
+	// the write, which landed after the discard, is the caller's to
+	// account for). It is false once a TRIM that may have covered a piece
+	// failed, a piece was dropped (Fail, Close), or a piece was never
+	// queued because its member was out of service (failed, or the engine
+	// closed) when the discard came. A discard with nothing to queue (no
+	// member it names discards, or every extent is empty) is trimmed at
+	// once. No piece queued or in flight is ever taken for trimmed.
+	//
+	// It is called with no member lock held: from a lane goroutine, from
+	// the goroutine of the Discard itself (a discard refused, or settled
+	// before it was watched), or of Drain or Close. It must not block for
+	// long and must not call into the engine. In Sync mode it comes before
+	// Done when a TRIM settles the discard's last bytes. Drain returns only
+	// after the calls for the discards it drained.
+	OnTrimmed func(watch uint64, trimmed bool)
+	// MaxWatched bounds the discards watched at once (0:
+	// DefaultMaxWatched). A discard that finds the list full is told
+	// trimmed false at once.
+	MaxWatched int
 
 	// Clock paces MinGap and MaxDefer (nil: the wall clock). Tests inject
 	// a manual or virtual one.
@@ -102,6 +132,9 @@ func (c *Config) check() error {
 	}
 	if len(c.Members) == 0 {
 		return fmt.Errorf("%w: no members", ErrConfig)
+	}
+	if c.MaxWatched < 0 {
+		return fmt.Errorf("%w: negative MaxWatched %d", ErrConfig, c.MaxWatched)
 	}
 	for i, m := range c.Members {
 		if m.InFlight < 0 || m.MaxLen < 0 || m.Granularity < 0 || m.MaxQueued < 0 || m.MinGap < 0 || m.MaxDefer < 0 {

@@ -30,6 +30,16 @@
 // Waiter resumed when it may try again; a ublk queue resumes it on its own
 // goroutine.
 //
+// Requests speak mapping's vocabulary, as the planner hands them over: a
+// member byte range is a mapping.Extent (a write's copies, a discard's
+// pieces), a read's part a mapping.Piece with its copies. mapping stays
+// below the engine: it knows nothing of discard.
+//
+// A discard's Watch asks to hear whether it was trimmed (Config.OnTrimmed):
+// the engine alone decides, by its own numbering of the pieces, and tells
+// each watched discard once, so that the region map learns of completed
+// trims without asking.
+//
 // # Guarantees
 //
 //   - A TRIM covers only bytes some queued discard asked for: merging joins
@@ -44,6 +54,12 @@
 //     for a few list operations and return.
 //   - No piece starves: the oldest queued piece is always in the next TRIM,
 //     and the I/O gate holds a TRIM back at most MaxDefer.
+//   - A watched discard is told trimmed only once every piece of it has
+//     been trimmed without error on every member it went to (a piece a
+//     write took away before it was issued counts as settled: the write
+//     is the caller's to account for), never while one is queued or in
+//     flight, and never if one failed, was dropped by Fail or Close, or
+//     was not queued because its member was out of service.
 //   - A crash loses at most queued TRIMs, never data. A discard promises
 //     nothing about what the range reads afterwards (uraid does not
 //     advertise discard as zeroing, and write-zeroes is never served by an
@@ -62,8 +78,9 @@
 // # Concurrency
 //
 // Every Engine method is safe for concurrent use; a Read, Write or Discard
-// belongs to one request at a time. Completers, Waiters and OnError run on
-// engine goroutines (or the caller's) without engine locks held. Close
+// belongs to one request at a time. Completers, Waiters, OnError and
+// OnTrimmed run on engine goroutines (or the caller's) without member
+// locks held. Close
 // stops every goroutine the engine started and waits for them. A Queue is
 // not safe for concurrent use. With URAID_VERIFY=1 every change of a
 // member's state checks its invariants and panics on the first violation.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
 	"uraid/internal/testutil"
+	"uraid/mapping"
 )
 
 func TestFanOutIsConcurrent(t *testing.T) {
@@ -26,9 +28,9 @@ func TestFanOutIsConcurrent(t *testing.T) {
 		members = append(members, Member{Issuer: drives[i].issuer()})
 	}
 	e := newEngine(t, Config{Mode: Sync, Members: members})
-	var ranges []Range
+	var ranges []mapping.Extent
 	for i := range n {
-		ranges = append(ranges, Range{Member: i, Off: 0, Len: 1 << 20})
+		ranges = append(ranges, mapping.Extent{Member: i, Offset: 0, Length: 1 << 20})
 	}
 	res := discard(e, ranges...)
 	for _, d := range drives {
@@ -61,15 +63,15 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 			f := newDrive(nil, true)
 			f.err = tt.err
 			var mu sync.Mutex
-			var onErr []Range
+			var onErr []mapping.Extent
 			e := newEngine(t, Config{Mode: tt.mode, Members: []Member{{Issuer: newDrive(nil, false).issuer()}, {Issuer: f.issuer()}},
-				OnError: func(r Range, err error) {
+				OnError: func(r mapping.Extent, err error) {
 					assert.ErrorIs(t, err, boom)
 					mu.Lock()
 					onErr = append(onErr, r)
 					mu.Unlock()
 				}})
-			res := discard(e, Range{Member: 1, Off: 4096, Len: 8192})
+			res := discard(e, mapping.Extent{Member: 1, Offset: 4096, Length: 8192})
 			f.next(t)
 			if tt.early {
 				require.True(t, res.done(), "an async discard is acknowledged once queued")
@@ -88,6 +90,9 @@ func TestSyncAndAsyncAcknowledgement(t *testing.T) {
 				}
 			}
 			e.Drain()
+			// Drain waits for the TRIM, not for OnError, which the lane
+			// calls after it lets the TRIM go.
+			testutil.WaitFor(t, "OnError to be called", func() bool { mu.Lock(); defer mu.Unlock(); return len(onErr) >= tt.onErrors })
 			mu.Lock()
 			assert.Len(t, onErr, tt.onErrors)
 			mu.Unlock()
@@ -103,7 +108,7 @@ func TestInFlightLimit(t *testing.T) {
 		f := newDrive(nil, true)
 		e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), InFlight: limit}}})
 		for i := range 10 {
-			require.NoError(t, discard(e, Range{Off: int64(i) * 8192, Len: 4096}).wait(t))
+			require.NoError(t, discard(e, mapping.Extent{Offset: int64(i) * 8192, Length: 4096}).wait(t))
 		}
 		for range limit {
 			f.next(t)
@@ -127,10 +132,10 @@ func TestInFlightLimit(t *testing.T) {
 func TestAsyncBackpressureHoldsTheAcknowledgement(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), MaxQueued: 2}}})
-	acks := []completer{discard(e, Range{Off: 0, Len: 4096})}
+	acks := []completer{discard(e, mapping.Extent{Offset: 0, Length: 4096})}
 	f.next(t) // in flight: the queue is empty again
 	for i := 1; i <= 8; i++ {
-		acks = append(acks, discard(e, Range{Off: int64(i) * 8192, Len: 4096}))
+		acks = append(acks, discard(e, mapping.Extent{Offset: int64(i) * 8192, Length: 4096}))
 	}
 	for i, c := range acks {
 		assert.Equal(t, i <= 2, c.done(), "discard %d acknowledged: the queue holds 8, at most 2 are within the bound", i)
@@ -154,13 +159,13 @@ func TestAsyncBackpressureHoldsTheAcknowledgement(t *testing.T) {
 func TestWriteCancellationReleasesHeldDiscards(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	first := discard(e, Range{Off: 8192, Len: 4096})
-	second := discard(e, Range{Off: 16384, Len: 4096})
+	first := discard(e, mapping.Extent{Offset: 8192, Length: 4096})
+	second := discard(e, mapping.Extent{Offset: 16384, Length: 4096})
 	assert.True(t, first.done())
 	assert.False(t, second.done())
-	w, wk := newWrite(Range{Off: 16384, Len: 4096})
+	w, wk := newWrite(mapping.Extent{Offset: 16384, Length: 4096})
 	write(t, e, w, wk)
 	assert.True(t, second.done(), "the write removed the piece that kept the member over its bound")
 	f.open()
@@ -169,12 +174,12 @@ func TestWriteCancellationReleasesHeldDiscards(t *testing.T) {
 func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}}})
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t) // [0, 4096) in flight
-	discard(e, Range{Off: 8192, Len: 3 * 4096})
+	discard(e, mapping.Extent{Offset: 8192, Length: 3 * 4096})
 
 	// A write in the middle of the queued discard splits it.
-	w, wk := newWrite(Range{Off: 12288, Len: 4096})
+	w, wk := newWrite(mapping.Extent{Offset: 12288, Length: 4096})
 	require.True(t, e.BeginWrite(w))
 	e.EndWrite(w, 0)
 	st := e.Stats()[0]
@@ -182,7 +187,7 @@ func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
 	assert.Equal(t, 2, st.Queued)
 
 	// A write over the TRIM in flight is parked until it finishes.
-	w2, wk2 := newWrite(Range{Off: 1024, Len: 512})
+	w2, wk2 := newWrite(mapping.Extent{Offset: 1024, Length: 512})
 	require.False(t, e.BeginWrite(w2), "a write overlapping an in-flight TRIM went ahead")
 	assert.False(t, wk2.resumed())
 	f.release(t)
@@ -198,13 +203,13 @@ func TestWriteCancelsQueuedAndWaitsForInFlight(t *testing.T) {
 func TestSyncDiscardSettledByWrite(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}}})
-	first := discard(e, Range{Off: 0, Len: 4096})
+	first := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	res := discard(e, Range{Off: 8192, Len: 8192})
-	w, wk := newWrite(Range{Off: 8192, Len: 4096})
+	res := discard(e, mapping.Extent{Offset: 8192, Length: 8192})
+	w, wk := newWrite(mapping.Extent{Offset: 8192, Length: 4096})
 	write(t, e, w, wk)
 	assert.False(t, res.done(), "half of it is still queued")
-	w, wk = newWrite(Range{Off: 12288, Len: 4096})
+	w, wk = newWrite(mapping.Extent{Offset: 12288, Length: 4096})
 	write(t, e, w, wk)
 	require.True(t, res.done(), "a discard wholly overwritten is done without a TRIM")
 	require.NoError(t, res.wait(t))
@@ -223,13 +228,13 @@ func TestReadWaitsForQueuedAndInFlight(t *testing.T) {
 	}})
 	// A write in progress holds TRIMs back, yet a read waiting for one
 	// lifts the gate: otherwise it would wait for an hour.
-	w, _ := newWrite(Range{Off: 1 << 20, Len: 4096})
+	w, _ := newWrite(mapping.Extent{Offset: 1 << 20, Length: 4096})
 	require.True(t, e.BeginWrite(w))
-	discard(e, Range{Off: 0, Len: 4096})
-	other, owk := newRead(Range{Off: 8192, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
+	other, owk := newRead(mapping.Extent{Offset: 8192, Length: 4096})
 	assert.Equal(t, 0, read(t, e, other, owk, 0), "a read elsewhere does not wait")
 	e.EndRead(other, 0)
-	r, wk := newRead(Range{Member: 0, Off: 0, Len: 512}, Range{Member: 1, Off: 0, Len: 512})
+	r, wk := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 512}, mapping.Extent{Member: 1, Offset: 0, Length: 512})
 	require.False(t, e.BeginRead(r, 0), "a read of a range with a discard queued on one copy went ahead")
 	f.next(t)
 	assert.False(t, wk.resumed(), "resumed while the TRIM is still in flight")
@@ -245,10 +250,10 @@ func TestReadJumpsTheQueue(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}}})
 	for i := range 4 {
-		discard(e, Range{Off: int64(i) * 8192, Len: 4096})
+		discard(e, mapping.Extent{Offset: int64(i) * 8192, Length: 4096})
 	}
 	assert.Equal(t, [2]int64{0, 4096}, f.next(t))
-	r, wk := newRead(Range{Off: 3 * 8192, Len: 512})
+	r, wk := newRead(mapping.Extent{Offset: 3 * 8192, Length: 512})
 	require.False(t, e.BeginRead(r, 0))
 	f.release(t)
 	assert.Equal(t, [2]int64{3 * 8192, 4096}, f.next(t), "the TRIM a reader waits for goes next")
@@ -266,9 +271,9 @@ func TestYieldToIO(t *testing.T) {
 	f := newDrive(clk, true)
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
 		{Issuer: discardtest.Blocking(f.trim, clk), YieldToIO: true, MaxDefer: maxDefer}}})
-	r, wk := newRead(Range{Off: 1 << 20, Len: 4096})
+	r, wk := newRead(mapping.Extent{Offset: 1 << 20, Length: 4096})
 	read(t, e, r, wk, 0)
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	clk.WaitFor(1) // the lane waits for the I/O, at most MaxDefer
 	assert.Zero(t, e.Stats()[0].Issued, "a TRIM started while I/O was in progress")
 	e.EndRead(r, 0)
@@ -278,7 +283,7 @@ func TestYieldToIO(t *testing.T) {
 	// Under constant I/O a TRIM still goes after MaxDefer, and not before.
 	read(t, e, r, wk, 0)
 	start := clk.Now()
-	discard(e, Range{Off: 8192, Len: 4096})
+	discard(e, mapping.Extent{Offset: 8192, Length: 4096})
 	clk.WaitFor(1)
 	d, _ := clk.Next()
 	assert.Equal(t, maxDefer, d)
@@ -296,12 +301,12 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 	clk := clock.NewManual(time.Unix(0, 0))
 	f := newDrive(clk, true)
 	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{{Issuer: discardtest.Blocking(f.trim, clk), MinGap: gap}}})
-	discard(e, Range{Off: 0, Len: 4096})
+	discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
 	f.release(t)
 	// Within the gap these pile up and leave as one TRIM.
 	for i := 1; i <= 8; i++ {
-		discard(e, Range{Off: int64(i) * 4096, Len: 4096})
+		discard(e, mapping.Extent{Offset: int64(i) * 4096, Length: 4096})
 	}
 	clk.WaitFor(1)
 	assert.Equal(t, uint64(1), e.Stats()[0].Issued, "a TRIM went within the gap")
@@ -318,7 +323,7 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 func TestMaxLenCutsTrims(t *testing.T) {
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxLen: 1 << 20}}})
-	require.NoError(t, discard(e, Range{Off: 0, Len: 5<<20 + 4096}).wait(t))
+	require.NoError(t, discard(e, mapping.Extent{Offset: 0, Length: 5<<20 + 4096}).wait(t))
 	var total int64
 	for _, c := range f.Calls() {
 		assert.LessOrEqual(t, c[1], int64(1<<20))
@@ -330,17 +335,17 @@ func TestMaxLenCutsTrims(t *testing.T) {
 func TestFailDropsQueueAndSteersAway(t *testing.T) {
 	f := newDrive(nil, true)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}, {Issuer: newDrive(nil, false).issuer()}}})
-	inflight := discard(e, Range{Off: 0, Len: 4096})
+	inflight := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	queued := discard(e, Range{Off: 8192, Len: 4096})
-	r, wk := newRead(Range{Member: 0, Off: 8192, Len: 512}, Range{Member: 1, Off: 8192, Len: 512})
+	queued := discard(e, mapping.Extent{Offset: 8192, Length: 4096})
+	r, wk := newRead(mapping.Extent{Member: 0, Offset: 8192, Length: 512}, mapping.Extent{Member: 1, Offset: 8192, Length: 512})
 	require.False(t, e.BeginRead(r, 0))
 	e.Fail(0)
 	require.NoError(t, queued.wait(t), "a failed member's queued share is moot")
 	wk.wait(t)
 	assert.Equal(t, 1, read(t, e, r, wk, 0), "reads leave a failed member")
 	e.EndRead(r, 0)
-	after := discard(e, Range{Member: 0, Off: 16384, Len: 4096})
+	after := discard(e, mapping.Extent{Member: 0, Offset: 16384, Length: 4096})
 	require.NoError(t, after.wait(t))
 	assert.False(t, inflight.done(), "the TRIM in flight still finishes first")
 	f.open()
@@ -352,10 +357,10 @@ func TestClose(t *testing.T) {
 	f := newDrive(nil, true)
 	e, err := New(Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})
 	require.NoError(t, err)
-	inflight := discard(e, Range{Off: 0, Len: 4096})
+	inflight := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	f.next(t)
-	queued := discard(e, Range{Off: 8192, Len: 4096})
-	w, wk := newWrite(Range{Off: 0, Len: 512})
+	queued := discard(e, mapping.Extent{Offset: 8192, Length: 4096})
+	w, wk := newWrite(mapping.Extent{Offset: 0, Length: 512})
 	require.False(t, e.BeginWrite(w))
 
 	closed := make(chan struct{})
@@ -375,7 +380,7 @@ func TestClose(t *testing.T) {
 	f.open()
 	<-closed
 	require.NoError(t, inflight.wait(t), "the TRIM in flight finishes")
-	require.NoError(t, discard(e, Range{Off: 0, Len: 4096}).wait(t), "a discard after Close is a no-op")
+	require.NoError(t, discard(e, mapping.Extent{Offset: 0, Length: 4096}).wait(t), "a discard after Close is a no-op")
 	assert.NoError(t, e.Close(), "Close twice")
 }
 
@@ -389,22 +394,34 @@ func TestInvalidInput(t *testing.T) {
 
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f.issuer()}, {}}})
-	for _, r := range []Range{{Member: 2, Len: 1}, {Member: -1, Len: 1}, {Off: -1, Len: 1}, {Off: 1, Len: -1}, {Off: 1 << 62, Len: 1 << 62}} {
-		assert.ErrorIs(t, discard(e, Range{Off: 0, Len: 4096}, r).wait(t), ErrRange, "%v", r)
+	for _, r := range []mapping.Extent{{Member: 2, Length: 1}, {Member: -1, Length: 1}, {Offset: -1, Length: 1}, {Offset: 1, Length: -1}, {Offset: 1 << 62, Length: 1 << 62}} {
+		assert.ErrorIs(t, discard(e, mapping.Extent{Offset: 0, Length: 4096}, r).wait(t), ErrRange, "%v", r)
 	}
-	require.NoError(t, discard(e, Range{Member: 1, Len: 4096}, Range{Len: 0}).wait(t),
+	require.NoError(t, discard(e, mapping.Extent{Member: 1, Length: 4096}, mapping.Extent{Length: 0}).wait(t),
 		"a member without an issuer and empty ranges are no-ops")
 	e.Drain()
 	assert.Empty(t, f.Calls(), "nothing of a rejected discard was queued")
 }
 
 func TestHotPathAllocations(t *testing.T) {
-	for _, mode := range []Mode{Async, Sync} {
-		e := newEngine(t, Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
+	for _, tc := range []struct {
+		mode    Mode
+		watched bool // with a watcher told of each discard
+	}{{Async, false}, {Sync, false}, {Async, true}, {Sync, true}} {
+		mode := tc.mode
+		cfg := Config{Mode: mode, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}}
+		var told atomic.Int64
+		if tc.watched {
+			cfg.OnTrimmed = func(uint64, bool) { told.Add(1) }
+		}
+		e := newEngine(t, cfg)
 		c := make(completer, 1)
-		d := &Discard{Ranges: []Range{{Member: 0, Off: 0, Len: 4096}, {Member: 1, Off: 0, Len: 4096}}, Done: c}
-		w, ww := newWrite(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
-		r, rw := newRead(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
+		d := &Discard{Extents: []mapping.Extent{{Member: 0, Offset: 0, Length: 4096}, {Member: 1, Offset: 0, Length: 4096}}, Done: c}
+		if tc.watched {
+			d.Watch = 1
+		}
+		w, ww := newWrite(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
+		r, rw := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
 		op := func() {
 			e.Discard(d)
 			<-c
@@ -425,7 +442,11 @@ func TestHotPathAllocations(t *testing.T) {
 			op()
 		}
 		e.Drain()
-		assert.Zero(t, testing.AllocsPerRun(200, op), "%v", mode)
+		assert.Zero(t, testing.AllocsPerRun(200, op), "%v watched %v", mode, tc.watched)
+		if tc.watched {
+			e.Drain()
+			assert.Equal(t, int64(301), told.Load(), "every watched discard told once")
+		}
 	}
 }
 
@@ -433,7 +454,7 @@ func TestStatsAndSettings(t *testing.T) {
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{
 		{Issuer: f.issuer(), InFlight: 3, YieldToIO: true, MaxLen: 1 << 20, MinGap: time.Millisecond}, {}}})
-	require.NoError(t, discard(e, Range{Off: 0, Len: 4096}, Range{Off: 4096, Len: 4096}).wait(t))
+	require.NoError(t, discard(e, mapping.Extent{Offset: 0, Length: 4096}, mapping.Extent{Offset: 4096, Length: 4096}).wait(t))
 	st := e.Stats()[0]
 	assert.Equal(t, uint64(2), st.Requests)
 	assert.Equal(t, int64(8192), st.Bytes)
@@ -470,15 +491,15 @@ func TestBeginReadSteers(t *testing.T) {
 		{Issuer: idle()}, // failed
 	}})
 	e.Fail(6)
-	w, _ := newWrite(Range{Member: 1, Off: 1 << 30, Len: 4096})
+	w, _ := newWrite(mapping.Extent{Member: 1, Offset: 1 << 30, Length: 4096})
 	require.True(t, e.BeginWrite(w))
 	for _, m := range []int{0, 1, 2, 5} {
-		discard(e, Range{Member: m, Off: 0, Len: 4096})
+		discard(e, mapping.Extent{Member: m, Offset: 0, Length: 4096})
 	}
 	f0.next(t)
 	f2.next(t)
 	testutil.WaitFor(t, "member 5's TRIM done", func() bool { return e.Stats()[5].Completed == 1 })
-	discard(e, Range{Member: 5, Off: 1 << 20, Len: 4096})
+	discard(e, mapping.Extent{Member: 5, Offset: 1 << 20, Length: 4096})
 	clk.WaitFor(2) // member 1 waits for the I/O to end, member 5 for its gap
 	got := []int{}
 	for m := range 7 {
@@ -502,17 +523,17 @@ func TestBeginReadSteers(t *testing.T) {
 		{[]int{6}, 0, -1},
 	}
 	for _, tt := range tests {
-		var copies []Range
+		var copies []mapping.Extent
 		for _, m := range tt.copies {
-			copies = append(copies, Range{Member: m, Off: 1 << 30, Len: 4096})
+			copies = append(copies, mapping.Extent{Member: m, Offset: 1 << 30, Length: 4096})
 		}
 		r, wk := newRead(copies...)
 		for !e.BeginRead(r, tt.turn) {
 			wk.wait(t)
 		}
 		got := -1
-		if r.Pieces[0].HasPick() {
-			got = r.Pieces[0].Pick().Member
+		if r.HasPick(0) {
+			got = r.Pick(0).Member
 		}
 		assert.Equal(t, tt.want, got, "copies %v, turn %d", tt.copies, tt.turn)
 		e.EndRead(r, 0)
@@ -527,15 +548,15 @@ func TestBeginReadSteers(t *testing.T) {
 // when none is left.
 func TestReread(t *testing.T) {
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}, {Issuer: newInstant()}}})
-	r, wk := newRead(Range{Member: 0, Len: 512}, Range{Member: 1, Len: 512}, Range{Member: 2, Len: 512})
+	r, wk := newRead(mapping.Extent{Member: 0, Length: 512}, mapping.Extent{Member: 1, Length: 512}, mapping.Extent{Member: 2, Length: 512})
 	first := read(t, e, r, wk, 0)
 	e.Fail(first)
 	require.True(t, e.Reread(r, 0))
-	second := r.Pieces[0].Pick().Member
+	second := r.Pick(0).Member
 	assert.NotEqual(t, first, second)
 	e.Fail(second)
 	require.True(t, e.Reread(r, 0))
-	third := r.Pieces[0].Pick().Member
+	third := r.Pick(0).Member
 	assert.NotContains(t, []int{first, second}, third)
 	e.Fail(third)
 	assert.False(t, e.Reread(r, 0), "no copy left")
@@ -550,64 +571,115 @@ func TestReread(t *testing.T) {
 // time is not sent as many reads as its idle mirror.
 func TestBeginReadBalancesByQueueDepth(t *testing.T) {
 	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: newInstant()}, {Issuer: newInstant()}}})
-	busy, bwk := newRead(Range{Member: 0, Off: 0, Len: 4096})
+	busy, bwk := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 4096})
 	require.Equal(t, 0, read(t, e, busy, bwk, 0))
 	for turn := range uint32(4) {
-		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		r, wk := newRead(mapping.Extent{Member: 0, Offset: 8192, Length: 4096}, mapping.Extent{Member: 1, Offset: 8192, Length: 4096})
 		assert.Equal(t, 1, read(t, e, r, wk, turn), "turn %d: member 0 has a read in progress", turn)
 		e.EndRead(r, 0)
 	}
 	e.EndRead(busy, 0)
 	picks := map[int]int{}
 	for turn := range uint32(4) {
-		r, wk := newRead(Range{Member: 0, Off: 8192, Len: 4096}, Range{Member: 1, Off: 8192, Len: 4096})
+		r, wk := newRead(mapping.Extent{Member: 0, Offset: 8192, Length: 4096}, mapping.Extent{Member: 1, Offset: 8192, Length: 4096})
 		picks[read(t, e, r, wk, turn)]++
 		e.EndRead(r, 0)
 	}
 	assert.Equal(t, map[int]int{0: 2, 1: 2}, picks, "idle copies take turns")
 }
 
-// A TrimMark taken when a discard is queued says later whether all its
-// pieces were trimmed, long after an async acknowledgement; a failed TRIM
-// makes every discard queued before it look untrimmed, never the reverse.
+// A watched discard is told trimmed once all its pieces were trimmed, long
+// after an async acknowledgement; a failed TRIM makes every discard queued
+// before it untrimmed, never the reverse. Each is told once.
 func TestTrimmed(t *testing.T) {
 	f0, f1 := newDrive(nil, true), newDrive(nil, true)
-	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}})
-	mark := func(ranges ...Range) TrimMark {
+	w := newWatcher()
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}, OnTrimmed: w.tell})
+	key := uint64(0)
+	watched := func(extents ...mapping.Extent) uint64 {
+		key++
 		c := make(completer, 1)
-		d := &Discard{Ranges: ranges, Done: c}
-		e.Discard(d)
+		e.Discard(&Discard{Extents: extents, Done: c, Watch: key})
 		require.NoError(t, c.wait(t))
-		return d.Mark()
+		return key
 	}
-	a := mark(Range{Member: 0, Off: 0, Len: 4096}, Range{Member: 1, Off: 0, Len: 4096})
-	assert.False(t, e.Trimmed(a), "acknowledged, not trimmed")
+	a := watched(mapping.Extent{Member: 0, Offset: 0, Length: 4096}, mapping.Extent{Member: 1, Offset: 0, Length: 4096})
+	assert.False(t, w.heard(a), "acknowledged, not trimmed")
 	f0.next(t)
 	f1.next(t)
 	f0.release(t)
 	testutil.WaitFor(t, "member 0's first TRIM done", func() bool { return e.Stats()[0].Completed == 1 })
-	assert.False(t, e.Trimmed(a), "trimmed on one member only")
-	b := mark(Range{Member: 0, Off: 8192, Len: 4096})
+	assert.False(t, w.heard(a), "trimmed on one member only")
+	b := watched(mapping.Extent{Member: 0, Offset: 8192, Length: 4096})
 	f1.release(t)
-	testutil.WaitFor(t, "member 1's TRIM done", func() bool { return e.Stats()[1].Completed == 1 })
-	assert.True(t, e.Trimmed(a))
-	assert.False(t, e.Trimmed(b), "a later discard is not done because an earlier one is")
+	assert.True(t, w.wait(t, a))
+	assert.False(t, w.heard(b), "a later discard is not done because an earlier one is")
 
 	f0.err = errors.New("medium error")
 	f0.next(t)
 	f0.release(t)
-	testutil.WaitFor(t, "member 0's failed TRIM done", func() bool { return e.Stats()[0].Completed == 2 })
-	assert.False(t, e.Trimmed(b), "its TRIM failed")
-	assert.True(t, e.Trimmed(a), "it was trimmed before the failure")
+	assert.False(t, w.wait(t, b), "its TRIM failed")
+	assert.True(t, w.wait(t, a), "it was trimmed before the failure")
 	f0.err = nil
-	c := mark(Range{Member: 0, Off: 1 << 20, Len: 4096})
+	c := watched(mapping.Extent{Member: 0, Offset: 1 << 20, Length: 4096})
 	f0.next(t)
 	f0.release(t)
-	testutil.WaitFor(t, "member 0's third TRIM done", func() bool { return e.Stats()[0].Completed == 3 })
-	assert.True(t, e.Trimmed(c), "a discard queued after the failure")
-	assert.True(t, e.Trimmed(TrimMark{}), "a discard that queued nothing has nothing left to trim")
+	assert.True(t, w.wait(t, c), "a discard queued after the failure")
+	assert.True(t, w.wait(t, watched(mapping.Extent{Member: 1})), "a discard that queued nothing has nothing left to trim")
 	f0.open()
 	f1.open()
+	e.Drain()
+	assert.Equal(t, 4, w.count(), "each watched discard is told once")
+}
+
+// A watched discard's pieces dropped by Fail or Close are not trimmed, nor
+// is a piece a member out of service never took; a TRIM in flight still
+// counts; a full list tells at once.
+func TestTrimmedDropped(t *testing.T) {
+	f0, f1 := newDrive(nil, true), newDrive(nil, true)
+	w := newWatcher()
+	e := newEngine(t, Config{Mode: Async, Members: []Member{{Issuer: f0.issuer()}, {Issuer: f1.issuer()}}, OnTrimmed: w.tell, MaxWatched: 2})
+	both := func(off int64) []mapping.Extent {
+		return []mapping.Extent{{Member: 0, Offset: off, Length: 4096}, {Member: 1, Offset: off, Length: 4096}}
+	}
+	w.discard(t, e, 1, both(0)...) // in flight on both
+	f0.next(t)
+	f1.next(t)
+	w.discard(t, e, 2, both(8192)...) // queued behind it
+	w.discard(t, e, 3, both(16384)...)
+	assert.False(t, w.wait(t, 3), "the list holds two: the third is told at once")
+	e.Fail(1)
+	assert.False(t, w.wait(t, 2), "its piece on member 1 was dropped")
+	assert.False(t, w.heard(1), "in flight: a Fail lets it finish")
+	f1.release(t)
+	f0.release(t)
+	assert.True(t, w.wait(t, 1), "both its TRIMs finished")
+	w.discard(t, e, 4, both(32768)...)
+	assert.False(t, w.wait(t, 4), "member 1 was out of service: it did not trim its piece")
+	f0.open()
+	w.discard(t, e, 5, mapping.Extent{Member: 0, Offset: 1 << 20, Length: 4096})
+	e.Drain()
+	assert.True(t, w.heard(5), "told before Drain returned")
+	assert.True(t, w.wait(t, 5))
+	assert.Equal(t, 5, w.count())
+
+	f := newDrive(nil, true)
+	e = newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer()}}, OnTrimmed: w.tell})
+	inflight, queued := make(completer, 1), make(completer, 1)
+	e.Discard(&Discard{Extents: []mapping.Extent{{Offset: 0, Length: 4096}}, Done: inflight, Watch: 6})
+	f.next(t)
+	e.Discard(&Discard{Extents: []mapping.Extent{{Offset: 8192, Length: 4096}}, Done: queued, Watch: 7})
+	closed := make(chan error, 1)
+	go func() { closed <- e.Close() }()
+	require.ErrorIs(t, queued.wait(t), ErrClosed)
+	f.open()
+	require.NoError(t, <-closed)
+	require.NoError(t, inflight.wait(t))
+	assert.True(t, w.wait(t, 6), "in flight at Close: it finished")
+	assert.False(t, w.wait(t, 7), "queued at Close: dropped")
+	w.discard(t, e, 8, mapping.Extent{Offset: 16384, Length: 4096})
+	assert.False(t, w.wait(t, 8), "after Close nothing is trimmed")
+	assert.Equal(t, 8, w.count(), "each watched discard is told once")
 }
 
 // Beyond maxFailed intervals the closest are merged: every interval stays
@@ -628,8 +700,8 @@ func TestFailedTrimsMerge(t *testing.T) {
 		}
 		assert.True(t, covered, "%v lost", f)
 	}
-	assert.False(t, e.Trimmed(TrimMark{first: 21, last: 22}), "inside a failed TRIM")
-	assert.True(t, e.Trimmed(TrimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
+	assert.False(t, e.trimmed(trimMark{first: 21, last: 22}), "inside a failed TRIM")
+	assert.True(t, e.trimmed(trimMark{first: 30 * maxFailed, last: 30*maxFailed + 1}), "after every failure")
 }
 
 // A failed member revived with a new device: its old lane finishes the TRIM
@@ -637,7 +709,7 @@ func TestFailedTrimsMerge(t *testing.T) {
 func TestRevive(t *testing.T) {
 	old, fresh := newDrive(nil, true), newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: old.issuer()}, {Issuer: newInstant()}}})
-	inflight := discard(e, Range{Off: 0, Len: 4096})
+	inflight := discard(e, mapping.Extent{Offset: 0, Length: 4096})
 	old.next(t)
 	require.Error(t, e.Revive(0, Member{Issuer: fresh.issuer()}), "a member in service is not revived")
 	e.Fail(0)
@@ -651,11 +723,11 @@ func TestRevive(t *testing.T) {
 	old.open()
 	require.NoError(t, <-revived)
 	require.NoError(t, inflight.wait(t))
-	require.NoError(t, discard(e, Range{Off: 8192, Len: 4096}).wait(t))
+	require.NoError(t, discard(e, mapping.Extent{Offset: 8192, Length: 4096}).wait(t))
 	assert.Equal(t, [][2]int64{{8192, 4096}}, fresh.Calls())
 	assert.Len(t, old.Calls(), 1)
 	assert.Equal(t, 2, e.Settings(0).InFlight)
-	r, wk := newRead(Range{Member: 0, Off: 0, Len: 512}, Range{Member: 1, Off: 0, Len: 512})
+	r, wk := newRead(mapping.Extent{Member: 0, Offset: 0, Length: 512}, mapping.Extent{Member: 1, Offset: 0, Length: 512})
 	picks := map[int]bool{}
 	for turn := range uint32(4) {
 		picks[read(t, e, r, wk, turn)] = true

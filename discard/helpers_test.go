@@ -1,6 +1,7 @@
 package discard
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
 	"uraid/internal/testutil"
+	"uraid/mapping"
 )
 
 // Test doubles for the engine's callers and members. Nothing here waits for
@@ -148,20 +150,20 @@ func (c completer) wait(t *testing.T) error {
 func (c completer) done() bool { return len(c) > 0 }
 
 // discard starts a discard of ranges and returns its completer.
-func discard(e *Engine, ranges ...Range) completer {
+func discard(e *Engine, ranges ...mapping.Extent) completer {
 	c := make(completer, 1)
-	e.Discard(&Discard{Ranges: ranges, Done: c})
+	e.Discard(&Discard{Extents: ranges, Done: c})
 	return c
 }
 
 // newWrite returns a write request of ranges with its waiter.
-func newWrite(ranges ...Range) (*Write, waiter) {
+func newWrite(ranges ...mapping.Extent) (*Write, waiter) {
 	w := newWaiter()
-	return &Write{Ticket: Ticket{Waiter: w}, Ranges: ranges}, w
+	return &Write{Ticket: Ticket{Waiter: w}, Extents: ranges}, w
 }
 
 // newRead returns a read request of one piece with the given copies.
-func newRead(copies ...Range) (*Read, waiter) {
+func newRead(copies ...mapping.Extent) (*Read, waiter) {
 	w := newWaiter()
 	r := &Read{Ticket: Ticket{Waiter: w}}
 	r.Add(copies...)
@@ -174,7 +176,7 @@ func write(t *testing.T, e *Engine, w *Write, wk waiter) {
 	for !e.BeginWrite(w) {
 		wk.wait(t)
 	}
-	for i := range w.Ranges {
+	for i := range w.Extents {
 		e.EndWrite(w, i)
 	}
 }
@@ -186,7 +188,7 @@ func read(t *testing.T, e *Engine, r *Read, wk waiter, turn uint32) int {
 	for !e.BeginRead(r, turn) {
 		wk.wait(t)
 	}
-	return r.Pieces[0].Pick().Member
+	return r.Pick(0).Member
 }
 
 // instant is an Issuer that finishes every TRIM as soon as it is submitted
@@ -219,3 +221,53 @@ func (s *instant) Wake() {
 }
 
 func (s *instant) Close() error { return nil }
+
+// watcher hears what OnTrimmed tells, and panics on a second word for one
+// watch.
+type watcher struct {
+	mu   sync.Mutex
+	told map[uint64]bool
+}
+
+func newWatcher() *watcher { return &watcher{told: map[uint64]bool{}} }
+
+func (w *watcher) tell(key uint64, trimmed bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.told[key]; ok {
+		panic(fmt.Sprintf("watch %d told twice", key))
+	}
+	w.told[key] = trimmed
+}
+
+// heard reports, without waiting, whether watch key was told.
+func (w *watcher) heard(key uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.told[key]
+	return ok
+}
+
+// wait waits until watch key is told and returns whether it was trimmed.
+func (w *watcher) wait(t *testing.T, key uint64) bool {
+	t.Helper()
+	testutil.WaitFor(t, "the engine's word on a watched discard", func() bool { return w.heard(key) })
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.told[key]
+}
+
+func (w *watcher) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.told)
+}
+
+// discard runs a discard of extents watched as key, and waits for its
+// acknowledgement.
+func (w *watcher) discard(t *testing.T, e *Engine, key uint64, extents ...mapping.Extent) {
+	t.Helper()
+	c := make(completer, 1)
+	e.Discard(&Discard{Extents: extents, Done: c, Watch: key})
+	require.NoError(t, c.wait(t))
+}

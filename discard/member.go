@@ -2,11 +2,13 @@ package discard
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"uraid/internal/verify"
+	"uraid/mapping"
 )
 
 // member is one member's queue and its lane: the one goroutine that issues
@@ -60,6 +62,12 @@ type member struct {
 	outstanding atomic.Int64
 	queued      atomic.Int64
 	isDown      atomic.Bool
+	// low is the lowest order number queued or in flight (math.MaxUint64:
+	// none), published with outstanding, for the engine's below. recheck
+	// asks the lane to tell the watched discards a change outside it may
+	// have settled (a write's cut, a Fail's drop).
+	low     atomic.Uint64
+	recheck atomic.Bool
 }
 
 // lane is one configuration of a member and the state of the goroutine that issues its TRIMs.
@@ -98,6 +106,7 @@ func newLane(m *member, cfg Member) *lane {
 
 func newMember(e *Engine, idx int, cfg Member) *member {
 	m := &member{idx: idx, e: e}
+	m.low.Store(math.MaxUint64)
 	l := newLane(m, cfg)
 	m.lane.Store(l)
 	m.q = NewQueue[*Discard](l.cfg.MaxLen, l.cfg.Granularity)
@@ -124,6 +133,11 @@ func (m *member) wake() {
 func (m *member) publish() {
 	m.outstanding.Store(int64(m.q.Len() + m.q.InFlight()))
 	m.queued.Store(int64(m.q.Len()))
+	low := uint64(math.MaxUint64)
+	if s, ok := m.q.Oldest(); ok {
+		low = s
+	}
+	m.low.Store(low)
 	if verify.On {
 		m.verify()
 	}
@@ -141,13 +155,16 @@ func (m *member) verify() {
 	verify.Check(int(m.busy.Load()) >= inflight, "discard member %d: busy %d below %d TRIMs in flight", m.idx, m.busy.Load(), inflight)
 	verify.Check(m.io.Load() >= 0, "discard member %d: %d reads and writes in progress", m.idx, m.io.Load())
 	verify.Check(m.urgent >= 0, "discard member %d: urgent %d", m.idx, m.urgent)
+	if s, ok := m.q.Oldest(); ok && m.low.Load() != s {
+		verify.Check(false, "discard member %d: low %d, oldest %d", m.idx, m.low.Load(), s)
+	}
 }
 
-// push queues r for d (nil for async) and returns its order number in the
+// push queues x for d (nil for async) and returns its order number in the
 // engine's numbering. It reports whether the member is over its bound
 // afterwards, and false for a member that is closed or down, whose share is
 // dropped.
-func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
+func (m *member) push(x mapping.Extent, d *Discard) (seq uint64, over, ok bool) {
 	m.mu.Lock()
 	if m.closed || m.down {
 		m.mu.Unlock()
@@ -155,9 +172,9 @@ func (m *member) push(r Range, d *Discard) (seq uint64, over, ok bool) {
 	}
 	// Numbered under the member lock, so that each member's numbers grow.
 	seq = m.e.seq.Add(1)
-	m.q.PushAt(r.Off, r.Len, d, seq)
+	m.q.PushAt(x.Offset, x.Length, d, seq)
 	m.stats.requests++
-	m.stats.bytes += r.Len
+	m.stats.bytes += x.Length
 	m.publish()
 	over = m.q.Len() > m.lane.Load().cfg.MaxQueued
 	m.mu.Unlock()
@@ -173,6 +190,9 @@ func (m *member) run(l *lane) {
 	defer close(l.finished)
 	for {
 		m.work.Store(false)
+		if m.recheck.Swap(false) {
+			m.e.notify()
+		}
 		m.mu.Lock()
 		timeout, release := m.fill(l, m.e.clock.Now())
 		exit := (m.closed || l.exit) && m.q.InFlight() == 0
@@ -281,8 +301,11 @@ func (m *member) finish(l *lane, id int, err error) {
 	m.cond.Broadcast() // Drain
 	m.mu.Unlock()
 	if err != nil && m.e.onError != nil {
-		m.e.onError(Range{Member: m.idx, Off: is.Off, Len: is.Len}, err)
+		m.e.onError(mapping.Extent{Member: m.idx, Offset: is.Off, Length: is.Len}, err)
 	}
+	// Watchers first: a Sync discard this TRIM settles is trimmed (or not)
+	// by the time it is acknowledged.
+	m.e.notify()
 	for _, p := range is.Parts {
 		p.Tag.settle(p.Bytes, err)
 	}
@@ -299,11 +322,15 @@ func (m *member) finish(l *lane, id int, err error) {
 func (m *member) shut(flag *bool, err error) {
 	m.mu.Lock()
 	*flag = true
+	if lo, hi, ok := m.q.QueuedSeqs(); ok {
+		m.e.failedTrim([2]uint64{lo, hi}) // dropped, not trimmed: before the publish
+	}
 	parts := m.q.Drop(nil)
 	m.publish()
 	resume := m.unpark()
 	m.cond.Broadcast()
 	m.mu.Unlock()
+	m.recheck.Store(true)
 	m.wake()
 	for _, p := range parts {
 		p.Tag.settle(p.Bytes, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"uraid/internal/clock"
 	"uraid/internal/discardtest"
 	"uraid/internal/testutil"
+	"uraid/mapping"
 	"uraid/simssd"
 )
 
@@ -47,15 +49,15 @@ func (l layout) copies(x int) (a, b int, off int64) {
 
 // ranges appends the member ranges of both copies of units [u, u+n),
 // joining what is contiguous on a member.
-func (l layout) ranges(u, n int, dst []Range) []Range {
+func (l layout) ranges(u, n int, dst []mapping.Extent) []mapping.Extent {
 	add := func(m int, off int64) {
 		for i := len(dst) - 1; i >= 0; i-- {
 			if dst[i].Member == m && dst[i].End() == off {
-				dst[i].Len += unit
+				dst[i].Length += unit
 				return
 			}
 		}
-		dst = append(dst, Range{Member: m, Off: off, Len: unit})
+		dst = append(dst, mapping.Extent{Member: m, Offset: off, Length: unit})
 	}
 	for x := u; x < u+n; x++ {
 		a, b, off := l.copies(x)
@@ -119,6 +121,20 @@ type modelRun struct {
 	requested [][]bool      // per member, per unit offset: ever asked to discard
 	states    [][]unitState // per goroutine, its region at the end
 	errs      []error
+
+	// Every discard is watched (Discard.Watch): the engine's word that it
+	// was trimmed is checked against the drives when it comes.
+	begun   [][]atomic.Uint64 // per member, per unit offset: writes begun there
+	keys    atomic.Uint64
+	watched map[uint64]*watchedDiscard // guarded by mu
+	told    map[uint64]bool            // guarded by mu
+}
+
+// watchedDiscard is a discard's extents, and the writes begun on each of
+// their units when it was queued.
+type watchedDiscard struct {
+	extents []mapping.Extent
+	begun   [][]uint64
 }
 
 func (r *modelRun) fail(format string, args ...any) {
@@ -160,17 +176,22 @@ func (r *modelRun) run(g int, ops []modelOp) {
 		u := base + op.u
 		switch op.kind {
 		case opWrite:
-			w.Ranges = r.lay.ranges(u, op.n, w.Ranges[:0])
+			w.Extents = r.lay.ranges(u, op.n, w.Extents[:0])
+			for _, x := range w.Extents {
+				for o := x.Offset; o < x.End(); o += unit {
+					r.begun[x.Member][o/unit].Add(1) // before the write can cut a discard
+				}
+			}
 			for !r.e.BeginWrite(w) {
 				<-resumed
 			}
 			buf := make([]byte, 0, op.n*unit)
-			for j, rg := range w.Ranges {
-				buf = buf[:rg.Len]
+			for j, rg := range w.Extents {
+				buf = buf[:rg.Length]
 				for k := range buf {
 					buf[k] = op.val
 				}
-				_, err := r.devs[rg.Member].WriteAt(buf, rg.Off)
+				_, err := r.devs[rg.Member].WriteAt(buf, rg.Offset)
 				r.e.EndWrite(w, j)
 				if err != nil {
 					r.fail("op %d: %v", i, err)
@@ -180,13 +201,23 @@ func (r *modelRun) run(g int, ops []modelOp) {
 				st[x] = unitState{val: op.val}
 			}
 		case opDiscard:
-			d.Ranges = r.lay.ranges(u, op.n, d.Ranges[:0])
+			d.Extents = r.lay.ranges(u, op.n, d.Extents[:0])
 			r.mu.Lock()
-			for _, rg := range d.Ranges {
-				for o := rg.Off; o < rg.End(); o += unit {
+			for _, rg := range d.Extents {
+				for o := rg.Offset; o < rg.End(); o += unit {
 					r.requested[rg.Member][o/unit] = true
 				}
 			}
+			d.Watch = r.keys.Add(1)
+			wd := &watchedDiscard{extents: append([]mapping.Extent(nil), d.Extents...)}
+			for _, x := range d.Extents {
+				var gens []uint64
+				for o := x.Offset; o < x.End(); o += unit {
+					gens = append(gens, r.begun[x.Member][o/unit].Load())
+				}
+				wd.begun = append(wd.begun, gens)
+			}
+			r.watched[d.Watch] = wd
 			r.mu.Unlock()
 			r.e.Discard(d)
 			if err := <-done; err != nil {
@@ -210,7 +241,7 @@ func (r *modelRun) run(g int, ops []modelOp) {
 			rd.Reset()
 			for x := from; x < from+n; x++ {
 				a, b, off := r.lay.copies(base + x)
-				rd.Add(Range{Member: a, Off: off, Len: unit}, Range{Member: b, Off: off, Len: unit})
+				rd.Add(mapping.Extent{Member: a, Offset: off, Length: unit}, mapping.Extent{Member: b, Offset: off, Length: unit})
 			}
 			for !r.e.BeginRead(rd, uint32(i)) {
 				<-resumed
@@ -219,7 +250,7 @@ func (r *modelRun) run(g int, ops []modelOp) {
 			for j := range rd.Pieces {
 				x := from + j
 				if ok {
-					ok = r.checkRead(i, base+x, rd.Pieces[j].Pick().Member, &st[x])
+					ok = r.checkRead(i, base+x, rd.Pick(j).Member, &st[x])
 				}
 				r.e.EndRead(rd, j)
 			}
@@ -236,6 +267,48 @@ func (r *modelRun) run(g int, ops []modelOp) {
 		}
 	}
 	r.final(g, st)
+}
+
+// trimmed is the engine's OnTrimmed: each discard is told once, and when
+// told trimmed, every unit of it that no write has begun on since it was
+// queued reads zeros on its drive now.
+func (r *modelRun) trimmed(key uint64, trimmed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.told[key]; ok {
+		r.errs = append(r.errs, fmt.Errorf("discard %d told twice", key))
+		return
+	}
+	r.told[key] = trimmed
+	wd := r.watched[key]
+	if wd == nil {
+		r.errs = append(r.errs, fmt.Errorf("discard %d told, never queued", key))
+		return
+	}
+	if !trimmed {
+		return
+	}
+	buf := make([]byte, unit)
+	for i, x := range wd.extents {
+		for k, o := 0, x.Offset; o < x.End(); k, o = k+1, o+unit {
+			// Read, then look for writes: a write counts itself before it
+			// reaches the drive, so bytes it put there are never taken for
+			// bytes the discard left.
+			if _, err := r.devs[x.Member].ReadAt(buf, o); err != nil {
+				r.errs = append(r.errs, err)
+				return
+			}
+			if r.begun[x.Member][o/unit].Load() != wd.begun[i][k] {
+				continue // a write came since: it may have taken the piece away
+			}
+			for _, c := range buf {
+				if c != 0 {
+					r.errs = append(r.errs, fmt.Errorf("discard %d told trimmed, member %d unit %d reads %d", key, x.Member, o/unit, c))
+					return
+				}
+			}
+		}
+	}
 }
 
 // checkRead checks an admitted read of unit x: the copy the engine picked
@@ -297,7 +370,8 @@ func TestEngineModel(t *testing.T) {
 		}
 		crash := rapid.Bool().Draw(t, "crash")
 
-		r := &modelRun{lay: lay, mode: mode, region: region, states: make([][]unitState, goroutines)}
+		r := &modelRun{lay: lay, mode: mode, region: region, states: make([][]unitState, goroutines),
+			watched: map[uint64]*watchedDiscard{}, told: map[uint64]bool{}}
 		clk := clock.NewVirtual(time.Unix(0, 0))
 		var members []Member
 		for range 2 * pairs {
@@ -308,6 +382,7 @@ func TestEngineModel(t *testing.T) {
 			}
 			r.devs = append(r.devs, dev)
 			r.requested = append(r.requested, make([]bool, memberUnits))
+			r.begun = append(r.begun, make([]atomic.Uint64, memberUnits))
 			y := yielder{dev: dev, yields: rapid.IntRange(0, 3).Draw(t, "yields")}
 			members = append(members, Member{
 				Issuer:      discardtest.Blocking(y.trim, clk),
@@ -320,7 +395,7 @@ func TestEngineModel(t *testing.T) {
 				MinGap:      time.Duration(rapid.IntRange(0, 1).Draw(t, "mingap")) * time.Millisecond,
 			})
 		}
-		e, err := New(Config{Mode: mode, Members: members, Clock: clk})
+		e, err := New(Config{Mode: mode, Members: members, Clock: clk, OnTrimmed: r.trimmed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,10 +407,24 @@ func TestEngineModel(t *testing.T) {
 		wg.Wait()
 		if !crash {
 			e.Drain()
+			// Nothing failed and nothing was dropped: every discard was
+			// trimmed, or cut by a write, and told so before Drain returned.
+			r.mu.Lock()
+			for key := range r.watched {
+				if trimmed, ok := r.told[key]; !ok || !trimmed {
+					r.errs = append(r.errs, fmt.Errorf("discard %d drained, told %v (trimmed %v)", key, ok, trimmed))
+				}
+			}
+			r.mu.Unlock()
 		}
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
 		}
+		r.mu.Lock()
+		if len(r.told) != len(r.watched) {
+			r.errs = append(r.errs, fmt.Errorf("%d discards, %d told", len(r.watched), len(r.told)))
+		}
+		r.mu.Unlock()
 		for _, err := range r.errs {
 			t.Error(err)
 		}

@@ -401,6 +401,18 @@ func (q *Queue[T]) Oldest() (uint64, bool) {
 	return s, ok
 }
 
+// QueuedSeqs returns the order numbers the bytes of the queued pieces can
+// have: from the oldest piece's up to LastSeq (a piece merged into another
+// carries the older number), and false when nothing is queued.
+func (q *Queue[T]) QueuedSeqs() (lo, hi uint64, ok bool) {
+	for _, p := range q.pending {
+		if !ok || p.seq < lo {
+			lo, ok = p.seq, true
+		}
+	}
+	return lo, q.seq, ok
+}
+
 // Drop removes every queued piece, appending the tagged bytes it settles to
 // parts; in-flight TRIMs stay until finished.
 func (q *Queue[T]) Drop(parts []Part[T]) []Part[T] {

@@ -43,67 +43,69 @@ type Ticket struct {
 	parked   atomic.Bool // checked in verify mode: a ticket is parked once at a time
 }
 
-// ReadPiece is one piece of a read: the same bytes on up to
-// mapping.MaxCopies members, Copies[:N], every Range of the same length. A
-// caller leaves a copy out by setting its Len to 0: it is never picked.
-// Copies is sized by mapping's bound, not one of its own, so that every
-// piece mapping plans fits with no copy cut off.
-type ReadPiece struct {
-	Copies [mapping.MaxCopies]Range
-	N      int
-	pick   int // the copy being read, -1 before BeginRead
-}
-
-// Pick is the copy the piece is being read from, valid after a BeginRead
-// that returned true (or a Reread that did).
-func (p *ReadPiece) Pick() Range { return p.Copies[p.pick] }
-
-// Read is one read request as the engine sees it.
+// Read is one read request as the engine sees it: its pieces as mapping
+// plans them (mapping.Map.Read), each the same bytes on every one of
+// Copies[:N]. A caller leaves a copy out by setting its Length to 0: it is
+// never picked. The engine reads only Copies[:N] (Member, Offset, Length)
+// of each piece; Logical and the piece's own Length are the caller's.
 type Read struct {
 	Ticket
-	Pieces []ReadPiece
+	Pieces []mapping.Piece
+	picks  []int // per piece, the copy being read; -1 before BeginRead, or with no copy left
 }
 
 // Reset empties r for a new request, keeping its memory.
-func (r *Read) Reset() { r.Pieces = r.Pieces[:0] }
+func (r *Read) Reset() { r.Pieces, r.picks = r.Pieces[:0], r.picks[:0] }
 
-// Add appends a piece with the given copies and returns it.
-func (r *Read) Add(copies ...Range) *ReadPiece {
-	r.Pieces = append(r.Pieces, ReadPiece{pick: -1})
+// Add appends a piece with the given copies, every one of the same length,
+// and returns it.
+func (r *Read) Add(copies ...mapping.Extent) *mapping.Piece {
+	r.Pieces = append(r.Pieces, mapping.Piece{})
 	p := &r.Pieces[len(r.Pieces)-1]
 	p.N = copy(p.Copies[:], copies)
+	if p.N > 0 {
+		p.Logical, p.Length = copies[0].Logical, copies[0].Length
+	}
 	return p
 }
 
-// AddPiece appends an empty piece for the caller to fill (Copies, N), which
-// avoids building a copies slice.
-func (r *Read) AddPiece() *ReadPiece {
-	r.Pieces = append(r.Pieces, ReadPiece{pick: -1})
-	return &r.Pieces[len(r.Pieces)-1]
-}
+// Pick is the copy piece i is being read from, valid after a BeginRead that
+// returned true (or a Reread of the piece that did) and while HasPick(i).
+func (r *Read) Pick(i int) mapping.Extent { return r.Pieces[i].Copies[r.picks[i]] }
 
-// Write is one write request as the engine sees it: the member range of
-// every copy that will be written.
+// HasPick reports whether piece i has a copy to read from.
+func (r *Read) HasPick(i int) bool { return i < len(r.picks) && r.picks[i] >= 0 }
+
+// Write is one write request as the engine sees it: the member extent of
+// every copy that will be written. An extent of Length 0 is left out: the
+// caller writes nothing there, or nothing the engine must order.
 type Write struct {
 	Ticket
-	Ranges []Range
-	gated  []bool // which ranges raised their member's I/O gate
+	Extents []mapping.Extent
+	gated   []bool // which extents raised their member's I/O gate
 }
 
 // Reset empties w for a new request, keeping its memory.
-func (w *Write) Reset() { w.Ranges = w.Ranges[:0] }
+func (w *Write) Reset() { w.Extents = w.Extents[:0] }
 
-// Discard is one array discard: the per-member pieces the planner produced,
-// and who hears of its completion.
+// Discard is one array discard: the per-member extents the planner produced
+// (mapping.Map.Discard, already rounded inward to each member's
+// granularity: the engine trims exactly what it is given), who hears of its
+// completion, and who waits to hear whether it was trimmed.
 type Discard struct {
-	Ranges []Range
+	Extents []mapping.Extent
 	// Done hears the outcome once: in Sync mode when every piece is
 	// trimmed (with the first error), in Async mode once every piece is
 	// queued and no member it touched holds more than MaxQueued pieces.
 	Done Completer
+	// Watch, when not 0, asks the engine to tell Config.OnTrimmed, once,
+	// whether every piece of the discard was trimmed: see OnTrimmed for
+	// when, and what true promises. The engine keeps Watch, not d: d may be
+	// reused as soon as Done has been called.
+	Watch uint64
 
 	left atomic.Int64 // Sync: bytes not settled yet
-	mark TrimMark     // where its pieces stand in the engine's numbering
+	mark trimMark     // where its pieces stand in the engine's numbering
 	mu   sync.Mutex
 	err  error // Sync: first error, guarded by mu
 

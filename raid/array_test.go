@@ -273,9 +273,10 @@ func TestEngineConfigInFlight(t *testing.T) {
 	assert.Equal(t, []int{3, 3, 2}, []int{cfg.Members[0].InFlight, cfg.Members[1].InFlight, cfg.Members[2].InFlight})
 }
 
-// TestArrayHotPathAllocs checks that reads, writes and flushes through the array's ring target
-// allocate nothing once warm: the mapping goes into per-tag slices and member I/O onto the queue's
-// ring.
+// TestArrayHotPathAllocs checks that reads, writes, flushes and discards through the array's ring
+// target allocate nothing once warm: the mapping goes into per-tag slices, member I/O onto the
+// queue's ring, and a discard to the engine, whose word that it was trimmed the region map takes
+// into a list made up front.
 func TestArrayHotPathAllocs(t *testing.T) {
 	for mode, zc := range dataModes {
 		t.Run(mode, func(t *testing.T) { testArrayHotPathAllocs(t, zc) })
@@ -290,6 +291,7 @@ func testArrayHotPathAllocs(t *testing.T, zc bool) {
 		{Op: ublk.OpWrite, Offset: 1 << 20, Length: 64 << 10},
 		{Op: ublk.OpRead, Offset: 1 << 20, Length: 64 << 10},
 		{Op: ublk.OpFlush},
+		{Op: ublk.OpDiscard, Offset: 2 << 20, Length: 1 << 20}, // a region whole
 	} {
 		_, err := h.Do(r) // warm up: the ring and the tag's slices
 		require.NoError(t, err)
@@ -340,7 +342,7 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	h := harness(t, a)
 	for _, off := range []int64{4 << 20, 5 << 20} { // away from the reads, which would wait for them
 		done := make(discardDone, 1)
-		a.engine.Discard(&discard.Discard{Ranges: []discard.Range{{Member: 0, Off: off, Len: 4096}}, Done: done})
+		a.engine.Discard(&discard.Discard{Extents: []mapping.Extent{{Member: 0, Offset: off, Length: 4096}}, Done: done})
 		require.NoError(t, <-done)
 	}
 	testutil.WaitFor(t, "member 0's first TRIM done and its second queued", func() bool {

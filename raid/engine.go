@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"uraid/discard"
+	"uraid/mapping"
 )
 
 // Pacing knobs of the discard engine, per array.
@@ -151,9 +152,12 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 	}
 	cfg := discard.Config{
 		Mode: mode,
-		OnError: func(r discard.Range, err error) {
-			a.log.Warn("discard failed", "range", r.String(), "err", err)
+		OnError: func(x mapping.Extent, err error) {
+			a.log.Warn("discard failed", "member", x.Member, "offset", x.Offset, "end", x.End(), "err", err)
 		},
+		// The region map hears from the engine whether each discard it watches was trimmed.
+		OnTrimmed:  a.trimDone,
+		MaxWatched: maxPendingTrims,
 	}
 	fail := func(err error) (discard.Config, error) {
 		for _, mc := range cfg.Members {
@@ -171,6 +175,14 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 		cfg.Members = append(cfg.Members, mc)
 	}
 	return cfg, nil
+}
+
+// trimDone passes the engine's word on a watched discard to the region map, which watched it
+// (serveDiscard): an array without a map watches none.
+func (a *Array) trimDone(key uint64, trimmed bool) {
+	if a.regions != nil {
+		a.regions.trimDone(key, trimmed)
+	}
 }
 
 // memberConfig is the discard engine's configuration of device m (nil: none) in slot i. The engine

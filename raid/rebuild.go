@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/discard"
 	"uraid/internal/blkdiscard"
 	"uraid/internal/plant"
 	"uraid/mapping"
@@ -551,7 +550,7 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 		for k := range j.pieces {
 			p := &j.pieces[k]
 			var dst mapping.Extent
-			var src [mapping.MaxCopies]discard.Range
+			var src [mapping.MaxCopies]mapping.Extent
 			ns := 0
 			found := false
 			for _, e := range p.Copies[:p.N] {
@@ -559,11 +558,11 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 				case e.Member == t.slot:
 					dst, found = e, true
 					if t.shadow && s.a.active(e.Member) {
-						src[ns] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+						src[ns] = e
 						ns++
 					}
 				case s.a.active(e.Member):
-					src[ns] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+					src[ns] = e
 					ns++
 				}
 			}
@@ -625,7 +624,7 @@ func (s *syncer) wholeOn(t rebuildTarget, r int) (bool, error) {
 
 // copyTo reads dst's bytes from the source copy whose TRIMs delay it least and writes them to the
 // target. A source that fails is failed and the next tried; with none left the rebuild fails.
-func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []discard.Range) error {
+func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []mapping.Extent) error {
 	if len(j.bufs) == 0 {
 		j.bufs = append(j.bufs, alignedBytes(syncStep))
 	}
@@ -636,12 +635,11 @@ func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []d
 		for !s.a.engine.BeginRead(&j.rd, 0) {
 			<-j.resumed
 		}
-		p := &j.rd.Pieces[0]
-		if !p.HasPick() {
+		if !j.rd.HasPick(0) {
 			return fmt.Errorf("member %d [%d, +%d): no working copy left to rebuild from", t.slot, dst.Offset, dst.Length)
 		}
-		c := p.Pick()
-		err := s.pread(mapping.Extent{Member: c.Member, Offset: c.Off, Length: c.Len}, buf)
+		c := j.rd.Pick(0)
+		err := s.pread(c, buf)
 		s.a.engine.EndRead(&j.rd, 0)
 		if err == nil {
 			break
@@ -649,14 +647,14 @@ func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []d
 		if !errors.Is(err, errSlotChanged) {
 			s.a.fail(c.Member, err)
 		}
-		src = slices.DeleteFunc(src, func(r discard.Range) bool { return r.Member == c.Member })
+		src = slices.DeleteFunc(src, func(e mapping.Extent) bool { return e.Member == c.Member })
 		if len(src) == 0 {
 			return fmt.Errorf("member %d [%d, +%d): every source copy failed: %w", t.slot, dst.Offset, dst.Length, err)
 		}
 	}
 	if !t.shadow {
 		j.wr.Reset()
-		j.wr.Ranges = append(j.wr.Ranges, discard.Range{Member: dst.Member, Off: dst.Offset, Len: dst.Length})
+		j.wr.Extents = append(j.wr.Extents, dst)
 		for !s.a.engine.BeginWrite(&j.wr) {
 			<-j.resumed
 		}

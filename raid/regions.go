@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/discard"
 	"uraid/internal/plant"
+	"uraid/internal/verify"
 	"uraid/region"
 	"uraid/ublk"
 )
@@ -38,8 +38,9 @@ const mapAreaOffset = SuperblockOffset + SuperblockSize
 // in a rebuild.
 const mapIdle = region.DefaultIdle
 
-// maxPendingTrims bounds the discards whose completion the map waits to hear of. A discard that
-// finds the list full is forgotten: its regions stay less trimmed than they could be.
+// maxPendingTrims bounds the discards whose completion the map waits to hear of (and the
+// engine's list of watched discards, Config.MaxWatched). A discard that finds the list full is
+// forgotten: its regions stay less trimmed than they could be.
 const maxPendingTrims = 8192
 
 // regions is the array's region map and what serves it.
@@ -52,7 +53,10 @@ type regions struct {
 	mu   sync.Mutex
 	cond sync.Cond // on mu: the sync lock's writes drained
 	m    *region.Map
-	pend *region.Pending[discard.TrimMark]
+	// trims are the discards whose word from the engine the map waits for, by watch key - 1
+	// (startTrim, trimDone); freeTrims the unused keys - 1. Both are allocated up front.
+	trims     []region.Trim
+	freeTrims []uint32
 	// waiting lists writes parked until the map generation they need is durable; locked is the
 	// region the sync worker holds against writes (-1: none) and lockWaiters the writes that
 	// arrived for it. Both are linked through tagState.mapNext.
@@ -142,14 +146,18 @@ func newRegionMap(a *Array, sb *Superblock) (*regions, error) {
 func newRegions(a *Array, m *region.Map) *regions {
 	g := &regions{
 		a: a, m: m, locked: -1,
-		pend:   region.NewPending[discard.TrimMark](maxPendingTrims),
-		kick:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
-		blocks: make([]region.Block, 0, m.Blocks()),
-		buf:    alignedBytes(region.BlockSize),
+		trims:     make([]region.Trim, maxPendingTrims),
+		freeTrims: make([]uint32, maxPendingTrims),
+		kick:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		blocks:    make([]region.Block, 0, m.Blocks()),
+		buf:       alignedBytes(region.BlockSize),
 	}
 	g.cond.L = &g.mu
+	for i := range g.freeTrims {
+		g.freeTrims[i] = uint32(len(g.freeTrims) - 1 - i) // key 1 first
+	}
 	g.resync.Store(m.Resyncs() > 0)
 	g.start = time.Now()
 	g.idle = mapIdle
@@ -194,8 +202,8 @@ func (g *regions) flushLogged(mode region.FlushMode) {
 	}
 }
 
-// lazy cleans regions idle for at least idle and marks trimmed the regions whose discards have
-// completed on every copy.
+// lazy cleans regions idle for at least idle. (Regions whose discards completed on every copy
+// are marked trimmed as the engine says so: trimDone.)
 //
 // A region is clean on disk only once what was written to it is durable on every copy: its writes
 // may still sit in the members' volatile caches, and a power loss that keeps one copy's and drops
@@ -221,7 +229,6 @@ func (g *regions) lazy(idle time.Duration) {
 	if clean {
 		g.m.Clean(now, idle)
 	}
-	g.pend.Poll(g.m, g.a.engine.Trimmed)
 	g.resync.Store(g.m.Resyncs() > 0)
 }
 
@@ -355,8 +362,8 @@ func (g *regions) writeBlocks(m *Member, blocks []region.Block) error {
 }
 
 // stop ends the flusher and writes the map one last time. clean (a clean stop: the device is
-// gone, every write ended and every discard drained) first cleans every idle region and marks
-// every completed discard, so that the next assemble resyncs nothing.
+// gone, every write ended and every discard drained, which told the map of every completed
+// discard) first cleans every idle region, so that the next assemble resyncs nothing.
 func (g *regions) stop(clean bool) error {
 	g.stopOnce.Do(func() {
 		close(g.quit)
@@ -447,23 +454,63 @@ func (g *regions) touchesLocked(off, n int64) bool {
 	return off < roff+rn && roff < off+n
 }
 
-// startTrim records a discard's arrival; the map marks its whole regions trimmed once the engine
-// says all its pieces were trimmed (trimQueued). Queue goroutine.
-func (g *regions) startTrim(off, n int64) region.Trim {
+// startTrim records the arrival of a discard of [off, off+n) before it is queued on the members,
+// and returns the key to watch it by (Discard.Watch), 0 for none: the map marks its whole regions
+// trimmed once the engine says every piece of it was trimmed (trimDone). A discard that covers no
+// region whole, comes while the array is degraded, finds the list full, or reaches not every
+// member that holds its bytes (watch false: a member out of service skipped its piece) is not
+// watched: no region becomes trimmed by it. Queue goroutine.
+func (g *regions) startTrim(off, n int64, watch bool) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	t, err := g.m.StartTrim(off, n)
 	if err != nil {
-		return region.Trim{}
+		return 0
 	}
 	g.fineTrim(off, n)
-	return t
+	if first, end := t.Regions(); first == end || !watch || len(g.freeTrims) == 0 {
+		return 0
+	}
+	i := g.freeTrims[len(g.freeTrims)-1]
+	g.freeTrims = g.freeTrims[:len(g.freeTrims)-1]
+	g.trims[i] = t
+	return uint64(i) + 1
 }
 
-func (g *regions) trimQueued(t region.Trim, mark discard.TrimMark) {
+// trimDone is the discard engine's word on the discard startTrim watched as key
+// (discard.Config.OnTrimmed), once per key, from an engine goroutine or the queue goroutine that
+// queued the discard.
+//
+// The guarantee the map's Trimmed state rests on: trimmed is true only once every piece of the
+// discard was trimmed, with no TRIM over it failing, on every member it was queued on, and a
+// piece was queued on every member that holds the discarded bytes (startTrim watches no discard
+// that skipped a member; the engine says false for a piece it dropped or never queued). Only then
+// does EndTrim run, and it marks a region trimmed only if no write to it was in flight when the
+// discard arrived (StartTrim, before the discard was queued) and none began since: a request's
+// write begins in the map (beginWrite) before the engine admits it (BeginWrite), so a write that
+// took a piece of the discard away, which the engine counts as settled, or that lands after its
+// TRIM, has disarmed the region by the time this runs. (The sync worker's copies, which the map
+// does not count, write what another copy held once no TRIM was pending over it.) Nor
+// does a discard that arrived before the array last degraded, or that ends while it is degraded,
+// trim anything. Trimmed reaches the disk with a later flush, never before this call.
+func (g *regions) trimDone(key uint64, trimmed bool) {
 	g.mu.Lock()
-	g.pend.Add(t, mark)
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	i := key - 1
+	if i >= uint64(len(g.trims)) || g.trims[i] == (region.Trim{}) {
+		// Not a key startTrim gave out, or told twice: an engine bug, and one a region must not
+		// be trimmed over.
+		if verify.On {
+			panic(fmt.Sprintf("raid: discard watch %d told, not watched", key))
+		}
+		return
+	}
+	t := g.trims[i]
+	g.trims[i] = region.Trim{}
+	g.freeTrims = append(g.freeTrims, uint32(i))
+	if trimmed {
+		g.m.EndTrim(t)
+	}
 }
 
 // needsResync reports whether [off, off+n) must be read from the copy a resync copies from, so

@@ -13,6 +13,7 @@ import (
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
 	"uraid/region"
+	"uraid/ublk"
 )
 
 // memberMap decodes the region map the members at paths carry.
@@ -93,4 +94,62 @@ func TestArrayWriteIntent(t *testing.T) {
 	}
 	assert.Equal(t, region.InSync, rm.State(11), "written, not discarded, idle at the stop")
 	assert.Equal(t, region.InSync, rm.State(5), "resynced, idle at the stop")
+}
+
+// TestArrayTrimNotified: the region map hears from the discard engine when a discard's TRIMs have
+// completed on every member, without a tick of the flusher: a region is trimmed once they have,
+// never before, and not at all when a write to it came in between. A sync discard's regions are
+// trimmed by the time it is acknowledged.
+func TestArrayTrimNotified(t *testing.T) {
+	t.Run("async", func(t *testing.T) {
+		dir := testutil.MemDir(t)
+		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
+		ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
+		require.NoError(t, err)
+		held := newHeldTrims()
+		a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})
+		require.NoError(t, err)
+		defer a.Close()
+		require.NoError(t, a.MarkDirty())
+		h := harness(t, a)
+		rs := a.regions.m.RegionSize()
+		for r := int64(2); r < 5; r++ {
+			ublktest.Write(t, h, r*rs, make([]byte, 4096))
+			require.False(t, a.regions.trimmed(int(r)), "written: not trimmed")
+		}
+
+		ublktest.Discard(t, h, 2*rs, 3*rs) // acknowledged once queued
+		held.wait(t, 2)                    // a TRIM in flight on each member
+		for r := 2; r < 5; r++ {
+			assert.False(t, a.regions.trimmed(r), "region %d: acknowledged, not trimmed yet", r)
+		}
+		// A write to region 3 while the TRIMs are in flight: it waits for them, and the region,
+		// written after the discard, must not be taken for trimmed.
+		copy(h.Buf(1), bytes.Repeat([]byte{0x33}, 4096))
+		require.NoError(t, h.Start(1, ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 3*rs + 8192, Length: 4096}))
+		testutil.WaitFor(t, "the write parked behind the TRIMs", func() bool { return a.Status("", 0).Discard.ParkedWrites == 1 })
+		for range 32 {
+			held.hold <- struct{}{} // this TRIM and any the member's limits cut it into
+		}
+		tag, res, err := h.Wait()
+		require.NoError(t, err)
+		require.Equal(t, uint16(1), tag)
+		require.EqualValues(t, 4096, res)
+		a.DrainDiscards() // returns once the map has been told
+		assert.True(t, a.regions.trimmed(2), "trimmed on both members, nothing written since")
+		assert.False(t, a.regions.trimmed(3), "written while the TRIMs were in flight")
+		assert.True(t, a.regions.trimmed(4))
+		assert.Equal(t, bytes.Repeat([]byte{0x33}, 4096), ublktest.Read(t, h, 3*rs+8192, 4096))
+	})
+	t.Run("sync", func(t *testing.T) {
+		a, _ := createArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}, "sync")
+		defer a.Close()
+		require.NoError(t, a.MarkDirty())
+		h := harness(t, a)
+		rs := a.regions.m.RegionSize()
+		ublktest.Write(t, h, 3*rs, make([]byte, 4096))
+		require.False(t, a.regions.trimmed(3))
+		ublktest.Discard(t, h, 3*rs, rs)
+		assert.True(t, a.regions.trimmed(3), "a sync discard's regions are trimmed when it is acknowledged")
+	})
 }

@@ -600,7 +600,7 @@ func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int
 	}
 	j.rd.Reset()
 	for _, e := range copies[:read] {
-		j.rd.Add(discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
+		j.rd.Add(e)
 	}
 	for !s.a.engine.BeginRead(&j.rd, 0) {
 		<-j.resumed
@@ -642,9 +642,7 @@ func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int
 		return nil
 	}
 	j.wr.Reset()
-	for _, e := range targets {
-		j.wr.Ranges = append(j.wr.Ranges, discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
-	}
+	j.wr.Extents = append(j.wr.Extents, targets...)
 	for !s.a.engine.BeginWrite(&j.wr) {
 		<-j.resumed
 	}

@@ -1,6 +1,7 @@
 package raid
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	"uraid/internal/plant"
 	"uraid/latency"
 	"uraid/mapping"
-	"uraid/region"
 	"uraid/ublk"
 )
 
@@ -25,14 +25,13 @@ import (
 // Per-tag state. A queue's tags are touched only by that queue's goroutine, except what the
 // engine owns while it holds a parked request or a discard.
 type tagState struct {
-	pieces    []mapping.Piece  // READ: the logical pieces and their copies
-	read      discard.Read     // READ: the same, as the engine admits them
+	read      discard.Read     // READ: the logical pieces and the copies to read them from, as planned (read.Pieces) and admitted
 	exts      []mapping.Extent // WRITE and FLUSH: one per member I/O
-	write     discard.Write    // WRITE: one range per extent (empty for a member out of service)
+	write     discard.Write    // WRITE: exts as the engine admits them (the slots' own: Length 0 for a member out of service)
 	refill    []uint32         // READ: per piece, its copy's slot's Array.refilled when prepared
 	failed    []bool           // WRITE: which extents failed
 	shadow    []*Member        // WRITE: the replacement an extent goes to, nil for a slot's own
-	disc      discard.Discard  // DISCARD: the member ranges handed to the engine
+	disc      discard.Discard  // DISCARD: the member extents handed to the engine
 	flushLost bool             // FLUSH: a member's flush failed (and the member with it)
 	pending   int              // member I/Os not yet reaped
 	err       int32            // first negative errno, or 0
@@ -57,14 +56,12 @@ type tagState struct {
 const tagPrealloc = 8
 
 func (t *tagState) init() {
-	t.pieces = make([]mapping.Piece, 0, 2)
-	t.read.Pieces = make([]discard.ReadPiece, 0, 2)
+	t.read.Pieces = make([]mapping.Piece, 0, 2)
 	t.refill = make([]uint32, 0, 2)
 	t.exts = make([]mapping.Extent, 0, tagPrealloc)
-	t.write.Ranges = make([]discard.Range, 0, tagPrealloc)
 	t.failed = make([]bool, 0, tagPrealloc)
 	t.shadow = make([]*Member, 0, tagPrealloc)
-	t.disc.Ranges = make([]discard.Range, 0, tagPrealloc)
+	t.disc.Extents = make([]mapping.Extent, 0, tagPrealloc)
 }
 
 // timedDiscard is the discard.Completer of a DISCARD: it records the request's latency, then
@@ -178,24 +175,44 @@ func (a *Array) Resume(r *ublk.Request) {
 // keepReadable leaves out of a read's piece the copies whose member is no longer active: while
 // the read waited, a member may have failed and a blank device, still being rebuilt, may have
 // taken its slot in the engine.
-func (a *Array) keepReadable(p *discard.ReadPiece) {
+func (a *Array) keepReadable(p *mapping.Piece) {
 	for k := range p.Copies[:p.N] {
 		if !a.active(p.Copies[k].Member) {
-			p.Copies[k].Len = 0
+			p.Copies[k].Length = 0
 		}
 	}
 }
 
+// readFrom narrows a planned piece to the copies it may be read from: those on active members, and
+// only the first of them when one (the copy a resync copies from). They keep their order at the
+// head of Copies, N counts them; the plan's other copies follow them, in order too, for
+// widenResyncRead.
+func (a *Array) readFrom(p *mapping.Piece, one bool) {
+	var rest [mapping.MaxCopies]mapping.Extent
+	k, n := 0, 0
+	for _, e := range p.Copies[:p.N] {
+		if a.active(e.Member) && (!one || k == 0) {
+			p.Copies[k] = e // k never passes the copy being looked at
+			k++
+		} else {
+			rest[n] = e
+			n++
+		}
+	}
+	copy(p.Copies[k:], rest[:n])
+	p.N = k
+}
+
 // widenResyncRead gives a read restricted to the copy a resync copies from (serveRead) the copy
-// the resync copies from once that one is gone: the next working one.
-func (a *Array) widenResyncRead(p *mapping.Piece, rp *discard.ReadPiece) {
-	if rp.N != 1 || p.N < 2 || plant.Is("widen") {
+// the resync copies from once that one is gone: the next working one of the plan.
+func (a *Array) widenResyncRead(p *mapping.Piece) {
+	if p.N != 1 || plant.Is("widen") {
 		return
 	}
-	for _, e := range p.Copies[:p.N] {
-		if e.Member != rp.Copies[0].Member && a.active(e.Member) {
-			rp.Copies[1] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
-			rp.N = 2
+	for k := 1; k < len(p.Copies) && p.Copies[k].Length > 0; k++ {
+		if e := p.Copies[k]; e.Member != p.Copies[0].Member && a.active(e.Member) {
+			p.Copies[1], p.Copies[k] = e, p.Copies[1]
+			p.N = 2
 			return
 		}
 	}
@@ -203,30 +220,21 @@ func (a *Array) widenResyncRead(p *mapping.Piece, rp *discard.ReadPiece) {
 
 func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	var err error
-	t.pieces, err = a.m.Read(r.Offset, r.Length, t.pieces[:0])
+	t.read.Reset()
+	t.read.Pieces, err = a.m.Read(r.Offset, r.Length, t.read.Pieces)
 	if err != nil {
 		r.Complete(-int32(unix.EIO))
 		return
 	}
-	t.read.Reset()
 	t.read.Waiter = r
 	t.refill = t.refill[:0]
-	for i := range t.pieces {
+	for i := range t.read.Pieces {
 		t.refill = append(t.refill, 0)
-		p := &t.pieces[i]
-		rp := t.read.AddPiece()
+		p := &t.read.Pieces[i]
 		// Copies of a region that needs resync may differ: until it is resynced every read of
 		// it comes from the copy the resync copies from, so that reads are repeatable.
 		one := p.N > 1 && a.regions != nil && a.regions.needsResync(p.Logical, p.Length)
-		for _, e := range p.Copies[:p.N] {
-			if a.active(e.Member) {
-				rp.Copies[rp.N] = discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
-				rp.N++
-				if one {
-					break
-				}
-			}
-		}
+		a.readFrom(p, one)
 	}
 	a.admitRead(r, t)
 }
@@ -251,15 +259,14 @@ func (a *Array) admitRead(r *ublk.Request, t *tagState) {
 
 // prepRead reads piece i from the copy the engine picked; with no copy left the request fails.
 func (a *Array) prepRead(r *ublk.Request, t *tagState, i int) {
-	rp := &t.read.Pieces[i]
-	if !rp.HasPick() {
+	if !t.read.HasPick(i) {
 		t.err = -int32(unix.EIO)
 		return
 	}
-	c := rp.Pick()
-	p := &t.pieces[i]
+	c := t.read.Pick(i)
+	p := &t.read.Pieces[i]
 	t.refill[i] = a.refilled[c.Member].Load()
-	if err := r.PrepReadInto(a.fd(c.Member), p.Logical-r.Offset, p.Length, a.dataOff[c.Member]+c.Off, uint32(i)); err != nil {
+	if err := r.PrepReadInto(a.fd(c.Member), p.Logical-r.Offset, p.Length, a.dataOff[c.Member]+c.Offset, uint32(i)); err != nil {
 		a.engine.EndRead(&t.read, i)
 		t.err = -int32(unix.EIO)
 		return
@@ -276,28 +283,27 @@ func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 	}
 	t.failed = t.failed[:0]
 	t.shadow = t.shadow[:0]
-	t.write.Reset()
 	t.write.Waiter = r
-	for _, e := range t.exts {
-		rg := discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length}
+	for i, e := range t.exts {
 		if !a.writable(e.Member) {
-			rg.Len = 0 // nothing goes to a member out of service
+			t.exts[i].Length = 0 // nothing goes to a member out of service: the engine skips it
 		}
-		t.failed = append(t.failed, rg.Len == 0)
+		t.failed = append(t.failed, t.exts[i].Length == 0)
 		t.shadow = append(t.shadow, nil)
-		t.write.Ranges = append(t.write.Ranges, rg)
 	}
 	// A slot being replaced: its writes reach the replacement too, as extra extents that the
 	// discard engine does not know (the replacement gets no TRIMs) and that do not count for the
 	// write's result (the slot's own device is the copy until the swap).
-	for i, n := 0, len(t.exts); i < n; i++ {
+	n := len(t.exts)
+	for i := range n {
 		if sh := a.shadows[t.exts[i].Member].Load(); sh != nil && !t.failed[i] {
 			t.exts = append(t.exts, t.exts[i])
 			t.failed = append(t.failed, false)
 			t.shadow = append(t.shadow, sh)
-			t.write.Ranges = append(t.write.Ranges, discard.Range{Member: t.exts[i].Member})
 		}
 	}
+	// The engine admits the slots' own extents, the plan's: the same memory, not a copy.
+	t.write.Extents = t.exts[:n]
 	a.admitWrite(r, t)
 }
 
@@ -373,33 +379,32 @@ func (a *Array) serveFlush(r *ublk.Request, t *tagState) {
 }
 
 func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
-	exts, err := a.m.Discard(r.Offset, r.Length, a.gran, t.exts[:0])
-	t.exts = exts
+	exts, err := a.m.Discard(r.Offset, r.Length, a.gran, t.disc.Extents[:0])
+	t.disc.Extents = exts
 	if err != nil {
 		r.Complete(-int32(unix.EIO))
 		return
 	}
-	t.disc.Ranges = t.disc.Ranges[:0]
-	for _, e := range exts {
-		if !a.writable(e.Member) {
-			continue
-		}
-		t.disc.Ranges = append(t.disc.Ranges, discard.Range{Member: e.Member, Off: e.Offset, Len: e.Length})
-	}
+	// A member out of service gets nothing; the others' extents stay, in order.
+	skipped := false
+	t.disc.Extents = slices.DeleteFunc(t.disc.Extents, func(e mapping.Extent) bool {
+		out := !a.writable(e.Member)
+		skipped = skipped || out
+		return out
+	})
 	a.discard.requests.Add(1)
 	a.discard.bytes.Add(uint64(r.Length))
-	a.discard.memberRanges.Add(uint64(len(t.disc.Ranges)))
-	var trim region.Trim
+	a.discard.memberRanges.Add(uint64(len(t.disc.Extents)))
+	t.disc.Watch = 0
 	if a.regions != nil {
-		trim = a.regions.startTrim(r.Offset, r.Length)
+		// Before the engine has it: the map must know of the discard before any write that
+		// follows it, and before the engine can tell it trimmed (trimDone, perhaps from within
+		// Discard). A discard a member skipped trims no region.
+		t.disc.Watch = a.regions.startTrim(r.Offset, r.Length, !skipped)
 	}
 	t.discarded = timedDiscard{r: r, start: t.start, hist: &a.lat.discard}
 	t.disc.Done = &t.discarded
 	a.engine.Discard(&t.disc)
-	if a.regions != nil {
-		// The mark is read before the queue can reuse the tag: that takes this goroutine.
-		a.regions.trimQueued(trim, t.disc.Mark())
-	}
 }
 
 // Reap takes the result of one member I/O; see ublk.RingTarget.
@@ -409,8 +414,8 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 	i := int(sub)
 	switch r.Op {
 	case ublk.OpRead:
-		p := &t.pieces[i]
-		c := t.read.Pieces[i].Pick()
+		p := &t.read.Pieces[i]
+		c := t.read.Pick(i)
 		err := ioResult(res, p.Length)
 		a.account(c.Member, ublk.OpRead, p.Length, err, latency.Since(t.issued))
 		refilled := a.refilled[c.Member].Load() != t.refill[i]
@@ -423,8 +428,8 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		} // else a device was installed in the slot since the read was prepared: what it read
 		// may be the new device's, not rebuilt yet. Either way another copy is read; with none
 		// left the request fails.
-		a.widenResyncRead(p, &t.read.Pieces[i])
-		a.keepReadable(&t.read.Pieces[i])
+		a.widenResyncRead(p)
+		a.keepReadable(p)
 		if a.engine.Reread(&t.read, i) {
 			a.prepRead(r, t, i)
 		} else {

@@ -11,6 +11,7 @@ import (
 
 	"uraid/discard"
 	"uraid/internal/testutil"
+	"uraid/mapping"
 )
 
 // doneFunc is a discard.Completer made of a function.
@@ -43,7 +44,7 @@ func TestE2EBlockDiscardURing(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 { // every other MiB of the first 16
 		wg.Add(1)
-		d := &discard.Discard{Ranges: []discard.Range{{Off: int64(2*i) << 20, Len: 1 << 20}}, Done: doneFunc(func(err error) {
+		d := &discard.Discard{Extents: []mapping.Extent{{Offset: int64(2*i) << 20, Length: 1 << 20}}, Done: doneFunc(func(err error) {
 			assert.NoError(t, err)
 			wg.Done()
 		})}
