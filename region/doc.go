@@ -36,8 +36,8 @@
 // # Trimmed
 //
 //   - A region becomes Trimmed only when a discard covering it whole has
-//     completed on every copy (EndTrim, called by the caller then, or
-//     Pending.Poll for asynchronous discards), with no write in flight to it
+//     completed on every copy (EndTrim, which the caller calls once the
+//     discard engine says so), with no write in flight to it
 //     when the discard arrived and none begun before it completed; and never
 //     while the array is degraded, nor for a discard that arrived before it
 //     last degraded.
@@ -66,7 +66,6 @@
 // A Map is not safe for concurrent use: the caller serializes every call
 // with one lock, held for a few nanoseconds on the hot path. Flushes are
 // serialized too: at most one is in flight, and the blocks it returned stay
-// untouched until Flushed or FlushFailed. Pending is not safe for
-// concurrent use either; guard it with the map's lock. Geometry, Header,
+// untouched until Flushed or FlushFailed. Geometry, Header,
 // Cursor and Trim are plain values.
 package region

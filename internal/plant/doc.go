@@ -10,6 +10,8 @@
 //	C  a write that left out a copy is acknowledged before the failure is recorded
 //	syncslot  a sync job's read of a copy whose slot took a new device during the read counts as
 //	          that copy's (the blank device's zeros become the resync's source)
+//	trimwrite the region map marks a region trimmed when its discard completes although a write
+//	          to it began meanwhile (a rebuild then punches that write out of the new copy)
 //	flushrec  a flush after a member failed (not by this flush) is acknowledged before the
 //	          failure is recorded: the member's cache is left out of it
 //	D  a refused fail tests the last-copy rule by storing the failed state into the live one
