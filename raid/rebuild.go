@@ -235,7 +235,7 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		m.Close()
 		return "", fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
 	}
-	if fs := filesystemOn(m.File); fs != "" && err != nil && !force {
+	if fs := FilesystemOn(m.File); fs != "" && err != nil && !force {
 		m.Close()
 		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, ErrHasFilesystem, fs)
 	}
@@ -297,7 +297,7 @@ func (a *Array) ReplaceMember(old, new string, force bool) error {
 		m.Close()
 		return fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, new, ErrTooSmall, m.Size, need)
 	}
-	if err := checkFresh(m, force); err != nil {
+	if err := CheckFresh(m, force); err != nil {
 		m.Close()
 		return err
 	}
@@ -626,7 +626,7 @@ func (s *syncer) wholeOn(t rebuildTarget, r int) (bool, error) {
 // target. A source that fails is failed and the next tried; with none left the rebuild fails.
 func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []mapping.Extent) error {
 	if len(j.bufs) == 0 {
-		j.bufs = append(j.bufs, alignedBytes(syncStep))
+		j.bufs = append(j.bufs, AlignedBytes(syncStep))
 	}
 	buf := j.bufs[0][:dst.Length]
 	for {

@@ -101,7 +101,7 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 		if mem == nil || !a.writable(i) {
 			continue
 		}
-		buf := alignedBytes(int(g.AreaBytes()))
+		buf := AlignedBytes(int(g.AreaBytes()))
 		if _, err := mem.File.ReadAt(buf, mapAreaOffset); err != nil {
 			return nil, fmt.Errorf("member %s: read region map: %w", mem.Path, err)
 		}
@@ -152,7 +152,7 @@ func newRegions(a *Array, m *region.Map) *regions {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		blocks:    make([]region.Block, 0, m.Blocks()),
-		buf:       alignedBytes(region.BlockSize),
+		buf:       AlignedBytes(region.BlockSize),
 	}
 	g.cond.L = &g.mu
 	for i := range g.freeTrims {

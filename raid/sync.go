@@ -596,7 +596,7 @@ func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int
 		read = len(copies)
 	}
 	for len(j.bufs) < len(copies) {
-		j.bufs = append(j.bufs, alignedBytes(syncStep))
+		j.bufs = append(j.bufs, AlignedBytes(syncStep))
 	}
 	j.rd.Reset()
 	for _, e := range copies[:read] {
