@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // rewindEvents sets the events of the member at path back by one, as a crash that stopped a
@@ -17,10 +18,10 @@ func rewindEvents(t *testing.T, path string) uint64 {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	require.NoError(t, err)
 	defer f.Close()
-	sb, err := ReadSuperblock(f)
+	sb, err := raid.ReadSuperblock(f)
 	require.NoError(t, err)
 	sb.Events--
-	require.NoError(t, WriteSuperblock(f, sb))
+	require.NoError(t, raid.WriteSuperblock(f, sb))
 	return sb.Events
 }
 
@@ -47,7 +48,7 @@ func TestAssembleAfterTornSuperblockUpdate(t *testing.T) {
 	require.Equal(t, superblockEvents(t, paths[0]), superblockEvents(t, paths[1])+1, "the update that recorded the failure is m1's only one missed")
 
 	_, err = Assemble("t", paths, o)
-	require.ErrorIs(t, err, ErrStaleMember, "m1's failure is on record: it is stale")
+	require.ErrorIs(t, err, raid.ErrStaleMember, "m1's failure is on record: it is stale")
 	o.Degraded = true
 	a, err = Assemble("t", paths, o)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"uraid/internal/testutil"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
@@ -80,7 +81,7 @@ func TestAssembleRefusesMismatchedMember(t *testing.T) {
 		require.NoError(t, os.Truncate(paths[1], need-4096))
 		before := fileSums(t, paths)
 		_, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
-		require.ErrorIs(t, err, ErrTooSmall)
+		require.ErrorIs(t, err, raid.ErrTooSmall)
 		assert.Contains(t, err.Error(), paths[1])
 		assert.Contains(t, err.Error(), "leave it out")
 		assert.Equal(t, before, fileSums(t, paths), "a refused assemble wrote to a member")
@@ -90,14 +91,14 @@ func TestAssembleRefusesMismatchedMember(t *testing.T) {
 		require.NoError(t, a.Close())
 		f, err := os.OpenFile(paths[1], os.O_RDWR, 0)
 		require.NoError(t, err)
-		sb, err := ReadSuperblock(f)
+		sb, err := raid.ReadSuperblock(f)
 		require.NoError(t, err)
 		sb.DataOffset += 1 << 20
-		require.NoError(t, WriteSuperblock(f, sb))
+		require.NoError(t, raid.WriteSuperblock(f, sb))
 		require.NoError(t, f.Close())
 		before := fileSums(t, paths)
 		_, err = Assemble("t", paths, Options{Queues: 1, Depth: 8})
-		require.ErrorIs(t, err, ErrGeometryMismatch)
+		require.ErrorIs(t, err, raid.ErrGeometryMismatch)
 		assert.Contains(t, err.Error(), "data offset")
 		assert.Contains(t, err.Error(), paths[1])
 		assert.Equal(t, before, fileSums(t, paths), "a refused assemble wrote to a member")
@@ -258,7 +259,7 @@ func superblockEvents(t *testing.T, path string) uint64 {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	sb, err := ReadSuperblock(f)
+	sb, err := raid.ReadSuperblock(f)
 	require.NoError(t, err)
 	return sb.Events
 }
@@ -356,7 +357,7 @@ func (g *trimGates) gate(path string) chan struct{} {
 	return g.gates[path]
 }
 
-func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+func (g *trimGates) issuer(m *raid.Member, dataOff int64, inflight int) (discard.Issuer, error) {
 	return discardtest.Blocking(func(off, n int64) error {
 		g.in <- m.Path
 		<-g.gate(m.Path)
@@ -369,7 +370,7 @@ func gatedMirror(t *testing.T) (*Array, *ublk.Harness, []string, *trimGates) {
 	t.Helper()
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
 	g := &trimGates{gates: map[string]chan struct{}{}, in: make(chan string, 16)}
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: g.issuer})
@@ -637,8 +638,8 @@ func TestAddClaimsItsSlotAfterTheCheckpoint(t *testing.T) {
 					return
 				}
 				defer f.Close()
-				sb, err := ReadSuperblock(f)
-				if err == nil && sb.Index == 1 && sb.Role != RoleSpare && sb.Events >= m.a.Superblock().Events {
+				sb, err := raid.ReadSuperblock(f)
+				if err == nil && sb.Index == 1 && sb.Role != raid.RoleSpare && sb.Events >= m.a.Superblock().Events {
 					claimed = fmt.Errorf("it claims slot 1 as %v at events %d, the array's", sb.Role, sb.Events)
 				}
 			})
