@@ -21,6 +21,7 @@ import (
 	"uraid/internal/discardtest"
 	"uraid/internal/failpoint"
 	"uraid/internal/testutil"
+	"uraid/internal/testutil/raidtest"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
 	"uraid/raid"
@@ -253,17 +254,6 @@ func TestResumedReAddCopiesOnlyWhatItMissed(t *testing.T) {
 	m.readAll(want)
 }
 
-// superblockEvents reads the event count of the superblock on the member file at path.
-func superblockEvents(t *testing.T, path string) uint64 {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sb, err := raid.ReadSuperblock(f)
-	require.NoError(t, err)
-	return sb.Events
-}
-
 // TestWriteAfterFailWaitsForTheRecord: a write served after a member is out of service, before
 // its failure is in the superblocks, is acknowledged only once the superblocks say so: a crash
 // then cannot bring the member back as current without the write. (Such a write was
@@ -280,7 +270,7 @@ func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
 		}
 		copy(m.h.Buf(0), bytes.Repeat([]byte{0x33}, 4096))
 		_, werr = m.h.Do(ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 0, Length: 4096})
-		acked, failedAt = superblockEvents(t, m.paths[0]), superblockEvents(t, m.paths[1])
+		acked, failedAt = raidtest.Superblock(t, m.paths[0]).Events, raidtest.Superblock(t, m.paths[1]).Events
 	})
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	require.NoError(t, werr)
@@ -306,7 +296,7 @@ func TestFlushAfterFailWaitsForTheRecord(t *testing.T) {
 			return
 		}
 		res, ferr = m.h.Do(ublk.HarnessRequest{Op: ublk.OpFlush})
-		acked, failedAt = superblockEvents(t, m.paths[0]), superblockEvents(t, m.paths[1])
+		acked, failedAt = raidtest.Superblock(t, m.paths[0]).Events, raidtest.Superblock(t, m.paths[1]).Events
 	})
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	require.NoError(t, ferr)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil/raidtest"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -45,7 +46,7 @@ func TestAssembleAfterTornSuperblockUpdate(t *testing.T) {
 	require.NoError(t, a.MarkDirty())
 	require.NoError(t, a.FailMember(paths[1]))
 	require.NoError(t, a.Close())
-	require.Equal(t, superblockEvents(t, paths[0]), superblockEvents(t, paths[1])+1, "the update that recorded the failure is m1's only one missed")
+	require.Equal(t, raidtest.Superblock(t, paths[0]).Events, raidtest.Superblock(t, paths[1]).Events+1, "the update that recorded the failure is m1's only one missed")
 
 	_, err = Assemble("t", paths, o)
 	require.ErrorIs(t, err, raid.ErrStaleMember, "m1's failure is on record: it is stale")

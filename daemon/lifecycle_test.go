@@ -19,6 +19,7 @@ import (
 
 	"uraid/array"
 	"uraid/internal/testutil"
+	"uraid/internal/testutil/raidtest"
 	"uraid/internal/uapi"
 	"uraid/mapping"
 	"uraid/raid"
@@ -129,16 +130,6 @@ func (l *lifecycle) running() bool {
 	}
 }
 
-func memberState(t *testing.T, path string) raid.State {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sb, err := raid.ReadSuperblock(f)
-	require.NoError(t, err)
-	return sb.State
-}
-
 // A stop is refused, and changes nothing, while the device is open; once it is not, the array
 // stops, the members are clean and the record is gone.
 func TestStopRefusedWhileBusy(t *testing.T) {
@@ -162,7 +153,7 @@ func TestStopRefusedWhileBusy(t *testing.T) {
 	assert.Contains(t, logged.String(), "array=life")
 	_, err = ReadRecord("life")
 	require.NoError(t, err, "a refused stop keeps the record")
-	assert.Equal(t, raid.StateDirty, memberState(t, l.members[0]))
+	assert.Equal(t, raid.StateDirty, raidtest.Superblock(t, l.members[0]).State)
 
 	dev.mu.Lock()
 	dev.busy = nil
@@ -173,7 +164,7 @@ func TestStopRefusedWhileBusy(t *testing.T) {
 	_, err = ReadRecord("life")
 	assert.ErrorIs(t, err, ErrNoRecord)
 	for _, m := range l.members {
-		assert.Equal(t, raid.StateClean, memberState(t, m))
+		assert.Equal(t, raid.StateClean, raidtest.Superblock(t, m).State)
 	}
 }
 
@@ -210,7 +201,7 @@ func TestHandover(t *testing.T) {
 			assert.True(t, rec.Handover)
 			assert.False(t, rec.Unclean)
 			for _, m := range l.members {
-				assert.Equal(t, raid.StateClean, memberState(t, m), "drained and flushed, the members are as a clean stop leaves them")
+				assert.Equal(t, raid.StateClean, raidtest.Superblock(t, m).State, "drained and flushed, the members are as a clean stop leaves them")
 			}
 			// The members are free for the successor.
 			a, err := array.Assemble("life", l.members, array.Options{Queues: 1, Depth: 4})
