@@ -35,7 +35,7 @@ export PROMTOOL
 test-unit: vet
 	URAID_VERIFY=1 $(GO) test -race -count=1 ./...
 	cd bench && URAID_VERIFY=1 $(GO) test -race -count=1 ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./raid/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./array/
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel, once on each of
 # KERNELS; every run goes to the end and any failure fails the target. Everything it runs is built
@@ -152,7 +152,7 @@ bench: vm-setup bench-build
 	$(BUILD)/benchreport -log $(BENCH_OUT)/bench.log -out docs/bench/results.json -plots docs/img \
 		| tee $(BENCH_OUT)/report.md
 	$(GO) test -run '^$$' -bench . ./discard/... | tee $(BENCH_OUT)/discard-engine.txt
-	$(GO) test -run '^$$' -bench ArrayRandomWrite -count 6 ./raid/ | tee $(BENCH_OUT)/region-map.txt
+	$(GO) test -run '^$$' -bench ArrayRandomWrite -count 6 ./array/ | tee $(BENCH_OUT)/region-map.txt
 	@exit $$(cat $(BENCH_OUT)/rc)
 
 bench-quick: vm-setup bench-build

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	uarray "uraid/array" // named apart from this package's own type array
 	"uraid/daemon"
 	"uraid/mapping"
-	"uraid/raid"
 )
 
 // System is one array implementation and configuration under test.
@@ -194,8 +194,8 @@ func (r *Runner) drain(a *array) error {
 	}
 }
 
-func (r *Runner) status(a *array) (raid.Status, error) {
-	var st raid.Status
+func (r *Runner) status(a *array) (uarray.Status, error) {
+	var st uarray.Status
 	out, err := run(context.Background(), r.cfg.URaid, "detail", "--json", a.name)
 	if err != nil {
 		return st, err

@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	uarray "uraid/array" // named apart from this package's own type array
 	"uraid/daemon"
 	"uraid/mapping"
-	"uraid/raid"
 )
 
 // Scenario (g)'s disks: five brd RAM disks (bench/guest.sh loads them),
@@ -364,9 +364,9 @@ func (r *Runner) uraidReplace(a *array, old, spare string) error {
 		return err
 	}
 	c := daemon.NewClient(a.name)
-	var st raid.Status
+	var st uarray.Status
 	for {
-		st = raid.Status{}
+		st = uarray.Status{}
 		if err := c.Status(ctx, &st); err != nil {
 			return fmt.Errorf("uraid replace of %s by %s: %w", old, spare, err)
 		}
@@ -385,7 +385,7 @@ func (r *Runner) uraidReplace(a *array, old, spare string) error {
 		case <-time.After(rebuildPoll):
 		}
 	}
-	if s := st.Sync.Last; s == nil || s.Action != raid.SyncRebuild || s.Error != "" || s.Cancelled {
+	if s := st.Sync.Last; s == nil || s.Action != uarray.SyncRebuild || s.Error != "" || s.Cancelled {
 		return fmt.Errorf("uraid replace of %s by %s: the last job is %+v, want a rebuild that succeeded", old, spare, s)
 	}
 	return nil

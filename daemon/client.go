@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // ErrNotRunning means no daemon answers for the array.
@@ -78,7 +78,7 @@ func (c *Client) FailQueue(ctx context.Context) error {
 // Events streams the array's events from now on, calling fn with each, until ctx is done, fn
 // returns an error (which Events returns), or the daemon goes (nil: the array stopped, or its
 // daemon exited).
-func (c *Client) Events(ctx context.Context, fn func(raid.Event) error) error {
+func (c *Client) Events(ctx context.Context, fn func(array.Event) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://uraid/events", nil)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (c *Client) Events(ctx context.Context, fn func(raid.Event) error) error {
 	}
 	dec := json.NewDecoder(resp.Body)
 	for {
-		var e raid.Event
+		var e array.Event
 		if err := dec.Decode(&e); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || ctx.Err() != nil {
 				return ctx.Err()

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // The test binary doubles as a daemon for Spawn: TestMain runs the child's part when asked to.
@@ -52,7 +52,7 @@ func (a *fakeArray) hub() *hub {
 	a.once.Do(func() { a.events = newHub(slog.New(slog.DiscardHandler)) })
 	return a.events
 }
-func (a *fakeArray) Subscribe() (<-chan raid.Event, func()) { return a.hub().Subscribe(nil) }
+func (a *fakeArray) Subscribe() (<-chan array.Event, func()) { return a.hub().Subscribe(nil) }
 
 func (a *fakeArray) Status() any      { return map[string]any{"name": "t0", "state": "clean"} }
 func (a *fakeArray) Stop() error      { a.stops.Add(1); return a.err }

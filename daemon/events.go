@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
-// The daemon's own events, in the same stream as the array's (raid.Event*).
+// The daemon's own events, in the same stream as the array's (array.Event*).
 const (
 	EventStarted      = "array_started"
 	EventRecovered    = "daemon_recovered" // a new daemon took the device over
@@ -60,7 +60,7 @@ type hub struct {
 }
 
 type subscriber struct {
-	ch chan raid.Event
+	ch chan array.Event
 	// dropped counts the events it missed since it last heard of some; under hub.mu.
 	dropped int
 }
@@ -73,15 +73,15 @@ func newHub(log *slog.Logger) *hub {
 }
 
 // publish logs e and hands it to every watcher that has room.
-func (h *hub) publish(e raid.Event) {
+func (h *hub) publish(e array.Event) {
 	level := slog.LevelInfo
 	switch e.Type {
-	case raid.EventMemberFailed, raid.EventDegraded, EventDropped:
+	case array.EventMemberFailed, array.EventDegraded, EventDropped:
 		level = slog.LevelWarn
-	case raid.EventArrayFailed, EventDeviceFailed:
+	case array.EventArrayFailed, EventDeviceFailed:
 		level = slog.LevelError
-	case raid.EventSyncFinished:
-		if e.Outcome == raid.OutcomeFailed {
+	case array.EventSyncFinished:
+		if e.Outcome == array.OutcomeFailed {
 			level = slog.LevelError
 		}
 	}
@@ -91,7 +91,7 @@ func (h *hub) publish(e raid.Event) {
 	defer h.mu.Unlock()
 	for s := range h.subs {
 		if s.dropped > 0 {
-			note := raid.Event{Time: e.Time, Array: e.Array, Type: EventDropped,
+			note := array.Event{Time: e.Time, Array: e.Array, Type: EventDropped,
 				Message: fmt.Sprintf("%d events lost: this watcher fell behind", s.dropped)}
 			select {
 			case s.ch <- note:
@@ -110,7 +110,7 @@ func (h *hub) publish(e raid.Event) {
 }
 
 // eventAttrs are e's fields as log attributes (journald keeps them as KEY=value).
-func eventAttrs(e raid.Event) []slog.Attr {
+func eventAttrs(e array.Event) []slog.Attr {
 	attrs := []slog.Attr{slog.String("array", e.Array), slog.String("event", e.Type)}
 	if e.Member != nil {
 		attrs = append(attrs, slog.Int("member", *e.Member))
@@ -139,8 +139,8 @@ func eventAttrs(e raid.Event) []slog.Attr {
 
 // Subscribe returns a stream of first (if not nil) and the events from now on, and the function
 // that ends it.
-func (h *hub) Subscribe(first *raid.Event) (<-chan raid.Event, func()) {
-	s := &subscriber{ch: make(chan raid.Event, subscriberLen)}
+func (h *hub) Subscribe(first *array.Event) (<-chan array.Event, func()) {
+	s := &subscriber{ch: make(chan array.Event, subscriberLen)}
 	if first != nil {
 		s.ch <- *first
 	}
@@ -155,19 +155,19 @@ func (h *hub) Subscribe(first *raid.Event) (<-chan raid.Event, func()) {
 }
 
 // daemonEvent publishes an event of the daemon's about array name.
-func (h *hub) daemonEvent(a *raid.Array, typ, device, msg string) {
-	h.publish(raid.Event{Time: time.Now(), Array: a.Name, Type: typ, Device: device, Message: msg})
+func (h *hub) daemonEvent(a *array.Array, typ, device, msg string) {
+	h.publish(array.Event{Time: time.Now(), Array: a.Name, Type: typ, Device: device, Message: msg})
 }
 
 // pump publishes the array's events until stopPump; it says when the array dropped some.
-func (h *hub) pump(a *raid.Array) {
+func (h *hub) pump(a *array.Array) {
 	h.stop, h.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(h.done)
 		var seen uint64
-		forward := func(e raid.Event) {
+		forward := func(e array.Event) {
 			if d := a.EventsDropped(); d != seen {
-				h.publish(raid.Event{Time: e.Time, Array: a.Name, Type: EventDropped,
+				h.publish(array.Event{Time: e.Time, Array: a.Name, Type: EventDropped,
 					Message: fmt.Sprintf("%d events lost: the daemon fell behind", d-seen)})
 				seen = d
 			}

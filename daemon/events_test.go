@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/internal/testutil"
-	"uraid/raid"
 )
 
 // subscribers counts h's watchers.
@@ -23,7 +23,7 @@ func (h *hub) subscribers() int {
 	return len(h.subs)
 }
 
-func recv(t *testing.T, ch <-chan raid.Event) raid.Event {
+func recv(t *testing.T, ch <-chan array.Event) array.Event {
 	t.Helper()
 	return testutil.Receive(t, ch, "an event")
 }
@@ -38,23 +38,23 @@ func TestEventStreamOverSocket(t *testing.T) {
 	a := &fakeArray{}
 	s.Serve(a, prometheus.NewRegistry(), false)
 
-	got := make(chan raid.Event, 16)
+	got := make(chan array.Event, 16)
 	ended := make(chan error, 1)
 	go func() {
-		ended <- NewClient("ev").Events(context.Background(), func(e raid.Event) error { got <- e; return nil })
+		ended <- NewClient("ev").Events(context.Background(), func(e array.Event) error { got <- e; return nil })
 	}()
 	testutil.WaitFor(t, "the watcher subscribed", func() bool { return a.hub().subscribers() == 1 })
 	zero := 0
-	a.hub().publish(raid.Event{Array: "ev", Type: raid.EventMemberFailed, Member: &zero, Path: "/dev/x", Message: "member 0 failed"})
-	a.hub().publish(raid.Event{Array: "ev", Type: raid.EventDegraded, Message: "degraded"})
+	a.hub().publish(array.Event{Array: "ev", Type: array.EventMemberFailed, Member: &zero, Path: "/dev/x", Message: "member 0 failed"})
+	a.hub().publish(array.Event{Array: "ev", Type: array.EventDegraded, Message: "degraded"})
 	e := recv(t, got)
-	assert.Equal(t, raid.EventMemberFailed, e.Type)
+	assert.Equal(t, array.EventMemberFailed, e.Type)
 	require.NotNil(t, e.Member)
 	assert.Equal(t, 0, *e.Member, "slot 0 survives the encoding")
 	assert.Equal(t, "/dev/x", e.Path)
-	assert.Equal(t, raid.EventDegraded, recv(t, got).Type)
+	assert.Equal(t, array.EventDegraded, recv(t, got).Type)
 
-	a.hub().publish(raid.Event{Array: "ev", Type: EventStopped, Message: "stopped"})
+	a.hub().publish(array.Event{Array: "ev", Type: EventStopped, Message: "stopped"})
 	require.NoError(t, s.Close())
 	assert.Equal(t, EventStopped, recv(t, got).Type)
 	assert.NoError(t, testutil.Receive(t, ended, "the stream to end with the socket"))
@@ -68,22 +68,22 @@ func TestHubSlowWatcher(t *testing.T) {
 	ch, cancel := h.Subscribe(nil)
 	defer cancel()
 	for i := range subscriberLen + 3 {
-		h.publish(raid.Event{Type: raid.EventSyncProgress, DoneBytes: int64(i), Message: "p"})
+		h.publish(array.Event{Type: array.EventSyncProgress, DoneBytes: int64(i), Message: "p"})
 	}
 	for i := range subscriberLen {
 		assert.EqualValues(t, i, recv(t, ch).DoneBytes)
 	}
-	h.publish(raid.Event{Type: raid.EventSyncFinished, Message: "done"})
+	h.publish(array.Event{Type: array.EventSyncFinished, Message: "done"})
 	e := recv(t, ch)
 	assert.Equal(t, EventDropped, e.Type)
 	assert.Contains(t, e.Message, "3 events lost")
-	assert.Equal(t, raid.EventSyncFinished, recv(t, ch).Type)
+	assert.Equal(t, array.EventSyncFinished, recv(t, ch).Type)
 }
 
 // TestHubLogs: each event is logged with its fields as attributes, in JSON as in key=value.
 func TestHubLogs(t *testing.T) {
 	one := 1
-	e := raid.Event{Array: "a", Type: raid.EventMemberFailed, Member: &one, Path: "/dev/sdb", Error: "EIO", Message: "member 1 failed"}
+	e := array.Event{Array: "a", Type: array.EventMemberFailed, Member: &one, Path: "/dev/sdb", Error: "EIO", Message: "member 1 failed"}
 	var buf bytes.Buffer
 	log, err := NewLogger(&buf, LogJSON)
 	require.NoError(t, err)
@@ -120,10 +120,10 @@ func TestServedEvents(t *testing.T) {
 
 	require.NoError(t, l.s.a.FailMember(l.members[0]))
 	e = recv(t, ch)
-	assert.Equal(t, raid.EventMemberFailed, e.Type)
+	assert.Equal(t, array.EventMemberFailed, e.Type)
 	assert.Equal(t, "life", e.Array)
 	assert.Equal(t, l.members[0], e.Path)
-	assert.Equal(t, raid.EventDegraded, recv(t, ch).Type)
+	assert.Equal(t, array.EventDegraded, recv(t, ch).Type)
 
 	require.NoError(t, l.s.Stop())
 	require.NoError(t, l.ended())

@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/internal/testutil"
+	"uraid/internal/testutil/raidtest"
 	"uraid/internal/uapi"
 	"uraid/mapping"
 	"uraid/raid"
@@ -99,8 +101,8 @@ func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "life", Level: mapping.RAID1, Size: 8 << 20, Members: paths})
 	require.NoError(t, err)
-	cfg.Options = raid.Options{Queues: 1, Depth: 4, Log: cfg.Log}
-	a, err := raid.NewArray(ms, sbs, cfg.Options)
+	cfg.Options = array.Options{Queues: 1, Depth: 4, Log: cfg.Log}
+	a, err := array.NewArray(ms, sbs, cfg.Options)
 	require.NoError(t, err)
 	require.NoError(t, a.MarkDirty())
 	rec := newRecord(a, cfg)
@@ -128,16 +130,6 @@ func (l *lifecycle) running() bool {
 	}
 }
 
-func memberState(t *testing.T, path string) raid.State {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sb, err := raid.ReadSuperblock(f)
-	require.NoError(t, err)
-	return sb.State
-}
-
 // A stop is refused, and changes nothing, while the device is open; once it is not, the array
 // stops, the members are clean and the record is gone.
 func TestStopRefusedWhileBusy(t *testing.T) {
@@ -161,7 +153,7 @@ func TestStopRefusedWhileBusy(t *testing.T) {
 	assert.Contains(t, logged.String(), "array=life")
 	_, err = ReadRecord("life")
 	require.NoError(t, err, "a refused stop keeps the record")
-	assert.Equal(t, raid.StateDirty, memberState(t, l.members[0]))
+	assert.Equal(t, raid.StateDirty, raidtest.Superblock(t, l.members[0]).State)
 
 	dev.mu.Lock()
 	dev.busy = nil
@@ -172,7 +164,7 @@ func TestStopRefusedWhileBusy(t *testing.T) {
 	_, err = ReadRecord("life")
 	assert.ErrorIs(t, err, ErrNoRecord)
 	for _, m := range l.members {
-		assert.Equal(t, raid.StateClean, memberState(t, m))
+		assert.Equal(t, raid.StateClean, raidtest.Superblock(t, m).State)
 	}
 }
 
@@ -209,10 +201,10 @@ func TestHandover(t *testing.T) {
 			assert.True(t, rec.Handover)
 			assert.False(t, rec.Unclean)
 			for _, m := range l.members {
-				assert.Equal(t, raid.StateClean, memberState(t, m), "drained and flushed, the members are as a clean stop leaves them")
+				assert.Equal(t, raid.StateClean, raidtest.Superblock(t, m).State, "drained and flushed, the members are as a clean stop leaves them")
 			}
 			// The members are free for the successor.
-			a, err := raid.Assemble("life", l.members, raid.Options{Queues: 1, Depth: 4})
+			a, err := array.Assemble("life", l.members, array.Options{Queues: 1, Depth: 4})
 			require.NoError(t, err)
 			require.NoError(t, a.Close())
 		})
@@ -261,7 +253,7 @@ func TestDeviceFailure(t *testing.T) {
 	assert.Regexp(t, `level=ERROR msg="device failed; exiting so that a new daemon takes the device over" array=life reason="ublk queue 0: failure injected`, logged.String())
 
 	st := l.s.status()
-	assert.Equal(t, raid.StateNameFailed, st.State)
+	assert.Equal(t, array.StateNameFailed, st.State)
 	assert.Contains(t, st.Failure, "failure injected")
 	assert.True(t, st.Unclean, "writes in flight may have reached some copies only")
 	reg := prometheus.NewRegistry()
@@ -286,7 +278,7 @@ func TestDeviceFailure(t *testing.T) {
 func TestRecordRoundTrip(t *testing.T) {
 	useRunDir(t)
 	r := &Record{Name: "rt", UUID: "u", PID: 42, DeviceID: 3, Device: "/dev/ublkb3", Members: []string{"/a", "/b"},
-		Options: recordOptions(raid.Options{Queues: 2, Depth: 64, Degraded: true, Discard: raid.DiscardOptions{
+		Options: recordOptions(array.Options{Queues: 2, Depth: 64, Degraded: true, Discard: array.DiscardOptions{
 			Mode: "async", InFlight: 3, MemberInFlight: map[string]int{"/a": 1}, Exclusive: []string{"/b"}, MinGap: 5 * time.Millisecond}}),
 		Reissue: true, Recoveries: 2, LastExit: "daemon 41 died"}
 	require.NoError(t, writeRecord(r))
@@ -295,7 +287,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	assert.Equal(t, RecordVersion, got.Version)
 	got.Updated = r.Updated
 	assert.Equal(t, *r, got)
-	assert.Equal(t, raid.Options{Queues: 2, Depth: 64, Degraded: true, Discard: raid.DiscardOptions{
+	assert.Equal(t, array.Options{Queues: 2, Depth: 64, Degraded: true, Discard: array.DiscardOptions{
 		Mode: "async", InFlight: 3, MemberInFlight: map[string]int{"/a": 1}, Exclusive: []string{"/b"}, MinGap: 5 * time.Millisecond}},
 		got.Options.raidOptions())
 	leftovers, _ := filepath.Glob(filepath.Join(RunDir(), ".*tmp*"))

@@ -7,7 +7,7 @@ import (
 	"os"
 	"slices"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // MemberChange is the body of POST /fail, /remove, /add and /replace: the member (for replace,
@@ -72,7 +72,7 @@ func (s *served) ChangeMember(op string, c MemberChange) (string, error) {
 	var err error
 	// The cap is read when the rebuild starts, within the call: it paces that rebuild only, not
 	// a later spare's.
-	defer a.SetRebuildOptions(raid.SyncOptions{})
+	defer a.SetRebuildOptions(array.SyncOptions{})
 	switch op {
 	case OpFail:
 		if err = a.FailMember(c.Member); err == nil {
@@ -83,10 +83,10 @@ func (s *served) ChangeMember(op string, c MemberChange) (string, error) {
 			res = "removed " + c.Member
 		}
 	case OpAdd:
-		a.SetRebuildOptions(raid.SyncOptions{MaxRate: c.MaxRateBytesPS})
+		a.SetRebuildOptions(array.SyncOptions{MaxRate: c.MaxRateBytesPS})
 		res, err = a.AddMember(c.Member, c.Force)
 	case OpReplace:
-		a.SetRebuildOptions(raid.SyncOptions{MaxRate: c.MaxRateBytesPS})
+		a.SetRebuildOptions(array.SyncOptions{MaxRate: c.MaxRateBytesPS})
 		if err = a.ReplaceMember(c.Member, c.New, c.Force); err == nil {
 			res = fmt.Sprintf("rebuilding %s onto %s; it takes %s's place when done", c.Member, c.New, c.Member)
 		}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"uraid/array"
 	"uraid/latency"
-	"uraid/raid"
 )
 
 // collector turns an array's status into Prometheus metrics at scrape time, so the counters the
@@ -81,7 +81,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
-	for _, s := range []string{raid.StateNameClean, raid.StateNameActive, raid.StateNameDegraded, raid.StateNameFailed} {
+	for _, s := range []string{array.StateNameClean, array.StateNameActive, array.StateNameDegraded, array.StateNameFailed} {
 		v := 0.0
 		if st.State == s {
 			v = 1

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // The sync worker's metrics: the job running (resync, check, repair, rebuild) and its progress,
@@ -29,7 +29,7 @@ var (
 	descSyncWriteBytes = prometheus.NewDesc("uraid_member_sync_write_bytes_total", "Bytes the sync jobs wrote to the member.", labelsMember, nil)
 )
 
-var syncActions = []string{raid.SyncIdle, raid.SyncResync, raid.SyncCheck, raid.SyncRepair, raid.SyncRebuild}
+var syncActions = []string{array.SyncIdle, array.SyncResync, array.SyncCheck, array.SyncRepair, array.SyncRebuild}
 
 func describeSync(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSyncAction, descSyncDone, descSyncTotal, descSyncRate, descSyncMismatch,

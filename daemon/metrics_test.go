@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/discard"
 	"uraid/latency"
-	"uraid/raid"
 )
 
 func samples(ds ...time.Duration) latency.Snapshot {
@@ -32,15 +32,15 @@ func samples(ds ...time.Duration) latency.Snapshot {
 // sync job and region map feed the sync metrics, which the lint below checks with the rest.
 func metricsStatus() Status {
 	member := 1
-	return Status{Status: raid.Status{Name: "m", State: raid.StateNameDegraded, SizeBytes: 1 << 30,
-		Discard:     raid.DiscardTotals{Requests: 7, Bytes: 4096 * 7, MemberRanges: 21},
+	return Status{Status: array.Status{Name: "m", State: array.StateNameDegraded, SizeBytes: 1 << 30,
+		Discard:     array.DiscardTotals{Requests: 7, Bytes: 4096 * 7, MemberRanges: 21},
 		ReadLatency: samples(80*time.Microsecond, 3*time.Millisecond), WriteLatency: samples(time.Millisecond),
 		DiscardLatency: samples(20 * time.Second),
-		Regions:        &raid.RegionCounts{Regions: 8, RegionBytes: 1 << 20, InSync: 5, Dirty: 2, Trimmed: 1, NeedResync: 1},
-		Sync: &raid.SyncStatus{Action: raid.SyncRebuild, Member: &member, DoneBytes: 1 << 20, TotalBytes: 1 << 30,
+		Regions:        &array.RegionCounts{Regions: 8, RegionBytes: 1 << 20, InSync: 5, Dirty: 2, Trimmed: 1, NeedResync: 1},
+		Sync: &array.SyncStatus{Action: array.SyncRebuild, Member: &member, DoneBytes: 1 << 20, TotalBytes: 1 << 30,
 			RateBytesPerS: 50 << 20},
-		Members: []raid.MemberStatus{
-			{Path: "/dev/a", Index: 0, State: "active", IO: raid.MemberIO{Reads: 3, WriteBytes: 8192, SyncReadBytes: 4096},
+		Members: []array.MemberStatus{
+			{Path: "/dev/a", Index: 0, State: "active", IO: array.MemberIO{Reads: 3, WriteBytes: 8192, SyncReadBytes: 4096},
 				Discard: discard.MemberStats{Issued: 5, IssuedBytes: 1 << 20, Merged: 2, Queued: 1,
 					Latency:          discard.Latency{P50: 1000, P99: 100000, Max: 250000},
 					LatencyHistogram: samples(time.Millisecond, 100*time.Millisecond, 250*time.Millisecond)},
@@ -145,7 +145,7 @@ func promtool(t *testing.T) string {
 func TestMetricsPassPromtool(t *testing.T) {
 	for name, st := range map[string]Status{
 		"full":  metricsStatus(),
-		"empty": {Status: raid.Status{Name: "e", State: raid.StateNameClean}},
+		"empty": {Status: array.Status{Name: "e", State: array.StateNameClean}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Empty(t, lintMetrics(t, scrape(t, st)))

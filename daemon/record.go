@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // The record of an array, RunDir()/NAME.json, is what a daemon that dies leaves for the one that
@@ -53,7 +53,7 @@ type Record struct {
 	// Handover is set by a daemon that finished every request it had started and left the
 	// device to a successor: nothing was in flight, so the copies agree.
 	Handover bool `json:"handover,omitempty"`
-	// Unclean is the array's own unclean flag (raid.Array.Unclean) as its daemon last knew it.
+	// Unclean is the array's own unclean flag (array.Array.Unclean) as its daemon last knew it.
 	Unclean bool `json:"unclean,omitempty"`
 	// Failure is why the daemon PID names gave up its device, written just before it exited;
 	// empty if it was killed.
@@ -80,7 +80,7 @@ type RecordedOptions struct {
 	MetricsListen string `json:"metrics_listen,omitempty"`
 }
 
-func recordOptions(o raid.Options) RecordedOptions {
+func recordOptions(o array.Options) RecordedOptions {
 	return RecordedOptions{
 		Queues: o.Queues, Depth: o.Depth, Degraded: o.Degraded, DiscardMode: o.Discard.Mode,
 		TrimInFlight: o.Discard.InFlight, TrimMemberInFlight: o.Discard.MemberInFlight,
@@ -88,9 +88,9 @@ func recordOptions(o raid.Options) RecordedOptions {
 	}
 }
 
-func (r RecordedOptions) raidOptions() raid.Options {
-	return raid.Options{Queues: r.Queues, Depth: r.Depth, Degraded: r.Degraded,
-		Discard: raid.DiscardOptions{Mode: r.DiscardMode, InFlight: r.TrimInFlight,
+func (r RecordedOptions) raidOptions() array.Options {
+	return array.Options{Queues: r.Queues, Depth: r.Depth, Degraded: r.Degraded,
+		Discard: array.DiscardOptions{Mode: r.DiscardMode, InFlight: r.TrimInFlight,
 			MemberInFlight: r.TrimMemberInFlight, Exclusive: r.TrimExclusive, MinGap: time.Duration(r.TrimGapNanos)}}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"uraid/array"
 	"uraid/internal/clock"
 	"uraid/raid"
 	"uraid/ublk"
@@ -32,7 +33,7 @@ const recoverTimeout = 3 * time.Minute
 // again under the same number. Unless the predecessor handed over cleanly, the array counts as
 // unclean: writes it had in flight may have reached some copies only. Then it serves as Run does.
 func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) (err error) {
-	var a *raid.Array
+	var a *array.Array
 	ready := false
 	defer func() {
 		if !ready {
@@ -130,9 +131,9 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	}
 	s := newServed(a, dev, &rec, cfg)
 	if takeover {
-		s.started = raid.Event{Type: EventRecovered, Message: fmt.Sprintf("took over %s (%s)", rec.Device, lastExit)}
+		s.started = array.Event{Type: EventRecovered, Message: fmt.Sprintf("took over %s (%s)", rec.Device, lastExit)}
 	} else {
-		s.started = raid.Event{Type: EventRecreated, Message: fmt.Sprintf("%s was gone (%s); created it again", rec.Device, lastExit)}
+		s.started = array.Event{Type: EventRecreated, Message: fmt.Sprintf("%s was gone (%s); created it again", rec.Device, lastExit)}
 	}
 	if cfg.MetricsListen != "" {
 		// The predecessor may hold the port until it has exited: bind in the background.
@@ -197,10 +198,10 @@ func recoverableDevice(ctx context.Context, rec *Record) (ublk.DeviceInfo, bool,
 // assembleRecorded assembles the recorded members with options o (the recorded ones). A member
 // the dead daemon had stopped using is stale and stays out (the array ran without it); members
 // its last I/O still holds are waited for.
-func assembleRecorded(ctx context.Context, rec *Record, o raid.Options) (*raid.Array, error) {
+func assembleRecorded(ctx context.Context, rec *Record, o array.Options) (*array.Array, error) {
 	o.Degraded = true
 	for {
-		a, err := raid.Assemble(rec.Name, rec.Members, o)
+		a, err := array.Assemble(rec.Name, rec.Members, o)
 		if err == nil {
 			if u := a.Superblock().ArrayUUID.String(); rec.UUID != "" && u != rec.UUID {
 				a.Close()

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"uraid/raid"
+	"uraid/array"
 	"uraid/ublk"
 )
 
@@ -36,7 +36,7 @@ type Config struct {
 	// which a successor assembles from; when empty, the array's members in their slots.
 	Members []string
 	// Options are the array's serving options; Run records them for its successors.
-	Options raid.Options
+	Options array.Options
 	// MetricsListen is a TCP address to serve GET /metrics on too, or "" for none. Recover
 	// serves on the recorded one when it is empty.
 	MetricsListen string
@@ -61,7 +61,7 @@ func (c Config) logger() *slog.Logger {
 // its device fails. It stops in the order that loses nothing: remove the device (the kernel
 // drains in-flight I/O), finish queued TRIMs, flush the members, mark them clean. n and onReady
 // (if not nil) hear when the device is usable.
-func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (err error) {
+func Run(a *array.Array, cfg Config, n *Notifier, onReady func(device string)) (err error) {
 	name := a.Name
 	ready := false
 	defer func() {
@@ -105,7 +105,7 @@ func Run(a *raid.Array, cfg Config, n *Notifier, onReady func(device string)) (e
 	}
 	s := newServed(a, dev, rec, cfg)
 	s.metrics = ms
-	s.started = raid.Event{Type: EventStarted, Message: "serving " + dev.Path()}
+	s.started = array.Event{Type: EventStarted, Message: "serving " + dev.Path()}
 	ready = true
 	return s.serve(srv, sigs, n, onReady)
 }
@@ -121,7 +121,7 @@ func executable() string {
 	return exe
 }
 
-func newRecord(a *raid.Array, cfg Config) *Record {
+func newRecord(a *array.Array, cfg Config) *Record {
 	members := cfg.Members
 	if len(members) == 0 {
 		for _, m := range a.Members() {
@@ -158,7 +158,7 @@ func zeroCopyOption() (ublk.ZeroCopy, error) {
 
 // deviceOptions asks for user recovery, with reissue, wherever the driver has them, and the
 // zero-copy mode URAID_ZERO_COPY and the batch I/O choice URAID_BATCH_IO make.
-func deviceOptions(o raid.Options) (ublk.Options, error) {
+func deviceOptions(o array.Options) (ublk.Options, error) {
 	zc, err := zeroCopyOption()
 	if err != nil {
 		return ublk.Options{}, err
@@ -180,7 +180,7 @@ func deviceOptions(o raid.Options) (ublk.Options, error) {
 // startNew adds and starts a device for a, writing the record before the device exists so that
 // it never exists without one. A new array takes the lowest free device number; one created
 // again (reuse) keeps its recorded number.
-func startNew(a *raid.Array, uo ublk.Options, rec *Record, reuse bool) (device, error) {
+func startNew(a *array.Array, uo ublk.Options, rec *Record, reuse bool) (device, error) {
 	taken := map[uint32]bool{}
 	for attempt := 0; ; attempt++ {
 		id := rec.DeviceID

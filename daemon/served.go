@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"uraid/raid"
+	"uraid/array"
 	"uraid/ublk"
 )
 
@@ -45,7 +45,7 @@ type device interface {
 // hand-over, failure) runs on the goroutine of serve; the socket's handlers ask it through
 // requests.
 type served struct {
-	a     *raid.Array
+	a     *array.Array
 	dev   device
 	flags ublk.Flags // the device's, which do not change
 	cfg   Config
@@ -63,7 +63,7 @@ type served struct {
 	// events is the array's event stream with the daemon's; started is the first of the
 	// daemon's, published once the device serves.
 	events  *hub
-	started raid.Event
+	started array.Event
 }
 
 // request is a stop or a hand-over asked through the control socket.
@@ -72,7 +72,7 @@ type request struct {
 	reply    chan error
 }
 
-func newServed(a *raid.Array, dev device, rec *Record, cfg Config) *served {
+func newServed(a *array.Array, dev device, rec *Record, cfg Config) *served {
 	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, log: cfg.logger().With("array", a.Name),
 		requests: make(chan request), events: newHub(cfg.logger())}
 	a.OnMembershipChange(s.recordMembers)
@@ -86,7 +86,7 @@ func (s *served) status() Status {
 	defer s.mu.Unlock()
 	st := Status{Schema: Schema, Status: s.a.Status(s.dev.Path(), os.Getpid()), Version: Version, Failure: s.failure}
 	if s.failure != "" {
-		st.State = raid.StateNameFailed
+		st.State = array.StateNameFailed
 	}
 	zc := s.dev.ZeroCopy()
 	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
@@ -98,13 +98,13 @@ func (s *served) status() Status {
 
 // Subscribe streams the array's events from now on until the returned function is called. The
 // stream opens with what the array is doing, so that a watcher knows it is watching.
-func (s *served) Subscribe() (<-chan raid.Event, func()) {
+func (s *served) Subscribe() (<-chan array.Event, func()) {
 	st := s.status()
 	msg := fmt.Sprintf("watching %s: %s", st.Device, st.State)
-	if st.Sync != nil && st.Sync.Action != raid.SyncIdle {
+	if st.Sync != nil && st.Sync.Action != array.SyncIdle {
 		msg += fmt.Sprintf(", %s at %d of %d bytes", st.Sync.Action, st.Sync.DoneBytes, st.Sync.TotalBytes)
 	}
-	return s.events.Subscribe(&raid.Event{Time: time.Now(), Array: s.a.Name, Type: EventWatching, Device: st.Device, Message: msg})
+	return s.events.Subscribe(&array.Event{Time: time.Now(), Array: s.a.Name, Type: EventWatching, Device: st.Device, Message: msg})
 }
 
 // event publishes one of the daemon's events.

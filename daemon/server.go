@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // Array is what a daemon serves on its control socket.
@@ -30,7 +30,7 @@ type Array interface {
 	FailQueue() error
 	// Subscribe streams the array's events from now on (GET /events) until the returned
 	// function is called.
-	Subscribe() (<-chan raid.Event, func())
+	Subscribe() (<-chan array.Event, func())
 }
 
 // Server is a daemon's control socket.
@@ -146,7 +146,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, a Array) {
 	if rc.Flush() != nil {
 		return
 	}
-	send := func(e raid.Event) bool { return enc.Encode(e) == nil && rc.Flush() == nil }
+	send := func(e array.Event) bool { return enc.Encode(e) == nil && rc.Flush() == nil }
 	for {
 		select {
 		case e, ok := <-events:

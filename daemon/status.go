@@ -1,6 +1,8 @@
 package daemon
 
-import "uraid/raid"
+import (
+	"uraid/array"
+)
 
 // Schema is the version of the JSON that the daemon serves and the CLI prints (status, detail,
 // examine, list), carried in every object as "schema". It changes only when a field is renamed,
@@ -12,7 +14,7 @@ const Schema = 1
 type Status struct {
 	// Schema comes first so that a reader sees it before anything it may not understand.
 	Schema int `json:"schema"`
-	raid.Status
+	array.Status
 	// Failure says why the device failed (a queue stopped serving); the daemon exits with it,
 	// leaving the device for its successor.
 	Failure  string         `json:"failure,omitempty"`

@@ -9,7 +9,7 @@ import (
 	"io"
 	"net/http"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // SyncArray is what an array's daemon offers for its mirror's jobs: check and repair on demand,
@@ -20,7 +20,7 @@ type SyncArray interface {
 	// CancelCheck stops a running check or repair; it returns what it stopped, "" for nothing.
 	CancelCheck() (string, error)
 	// WaitSync returns once no job runs (or ctx ends), with the sync status then.
-	WaitSync(ctx context.Context) (raid.SyncStatus, error)
+	WaitSync(ctx context.Context) (array.SyncStatus, error)
 }
 
 // CheckRequest is the body of POST /check.
@@ -80,11 +80,11 @@ func serveSync(mux *http.ServeMux, a SyncArray, closing <-chan struct{}) {
 
 // StartCheck starts a check (repair: and repair) of the array's copies.
 func (s *served) StartCheck(repair bool, maxRate int64) error {
-	action := raid.SyncCheck
+	action := array.SyncCheck
 	if repair {
-		action = raid.SyncRepair
+		action = array.SyncRepair
 	}
-	return s.a.StartSync(action, raid.SyncOptions{MaxRate: maxRate})
+	return s.a.StartSync(action, array.SyncOptions{MaxRate: maxRate})
 }
 
 // CancelCheck stops a running check or repair.
@@ -92,7 +92,7 @@ func (s *served) CancelCheck() (string, error) { return s.a.CancelCheck() }
 
 // WaitSync waits until no job runs. A job that chains another (a rebuild, then the resync it
 // leaves to do) counts as running until the last has ended.
-func (s *served) WaitSync(ctx context.Context) (raid.SyncStatus, error) {
+func (s *served) WaitSync(ctx context.Context) (array.SyncStatus, error) {
 	done := make(chan struct{})
 	go func() {
 		s.a.WaitSync()
@@ -102,7 +102,7 @@ func (s *served) WaitSync(ctx context.Context) (raid.SyncStatus, error) {
 	case <-done:
 		return s.a.SyncStatus(), nil
 	case <-ctx.Done():
-		return raid.SyncStatus{}, fmt.Errorf("array %s: the daemon is stopping; the job resumes at the next start where it can", s.a.Name)
+		return array.SyncStatus{}, fmt.Errorf("array %s: the daemon is stopping; the job resumes at the next start where it can", s.a.Name)
 	}
 }
 
@@ -129,8 +129,8 @@ func (c *Client) CancelCheck(ctx context.Context) (string, error) {
 
 // WaitSync blocks until no resync, check, repair or rebuild runs on the array, and returns its
 // sync status then: Last is how the last job ended.
-func (c *Client) WaitSync(ctx context.Context) (raid.SyncStatus, error) {
-	var st raid.SyncStatus
+func (c *Client) WaitSync(ctx context.Context) (array.SyncStatus, error) {
+	var st array.SyncStatus
 	b, err := c.post(ctx, "/wait", nil)
 	if err != nil {
 		return st, err

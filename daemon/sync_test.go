@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // syncFake is an array whose jobs the test drives: a wait returns once release is closed.
@@ -29,14 +29,14 @@ func (a *syncFake) StartCheck(repair bool, maxRate int64) error {
 	return a.startErr
 }
 
-func (a *syncFake) CancelCheck() (string, error) { return raid.SyncCheck, nil }
+func (a *syncFake) CancelCheck() (string, error) { return array.SyncCheck, nil }
 
-func (a *syncFake) WaitSync(ctx context.Context) (raid.SyncStatus, error) {
+func (a *syncFake) WaitSync(ctx context.Context) (array.SyncStatus, error) {
 	select {
 	case <-a.release:
-		return raid.SyncStatus{Action: raid.SyncIdle, Last: &raid.SyncResult{Action: raid.SyncRepair, MismatchBytes: 1}}, nil
+		return array.SyncStatus{Action: array.SyncIdle, Last: &array.SyncResult{Action: array.SyncRepair, MismatchBytes: 1}}, nil
 	case <-ctx.Done():
-		return raid.SyncStatus{}, errors.New("array t0: the daemon is stopping")
+		return array.SyncStatus{}, errors.New("array t0: the daemon is stopping")
 	}
 }
 
@@ -59,9 +59,9 @@ func TestServeCheckCancelWait(t *testing.T) {
 
 	what, err := cl.CancelCheck(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, raid.SyncCheck, what)
+	assert.Equal(t, array.SyncCheck, what)
 
-	got := make(chan raid.SyncStatus, 1)
+	got := make(chan array.SyncStatus, 1)
 	go func() {
 		st, err := cl.WaitSync(ctx)
 		assert.NoError(t, err)
@@ -70,7 +70,7 @@ func TestServeCheckCancelWait(t *testing.T) {
 	close(a.release)
 	st := <-got
 	require.NotNil(t, st.Last)
-	assert.Equal(t, raid.SyncRepair, st.Last.Action)
+	assert.Equal(t, array.SyncRepair, st.Last.Action)
 	assert.Equal(t, int64(1), st.Last.MismatchBytes)
 
 	// A wait in progress when the daemon shuts its socket ends with an error, not a hang.
@@ -95,11 +95,11 @@ func TestServeWithoutSync(t *testing.T) {
 
 func TestCollectorExportsSync(t *testing.T) {
 	member := 1
-	st := raid.Status{Name: "m", State: raid.StateNameActive,
-		Regions: &raid.RegionCounts{Regions: 64, RegionBytes: 1 << 20, InSync: 40, Dirty: 4, Trimmed: 20, NeedResync: 3},
-		Sync: &raid.SyncStatus{Action: raid.SyncRebuild, Member: &member, DoneBytes: 10 << 20, TotalBytes: 64 << 20,
-			RateBytesPerS: 1 << 20, Last: &raid.SyncResult{Action: raid.SyncCheck, Cancelled: true, MismatchBytes: 4096, Ended: time.Unix(100, 0)}},
-		Members: []raid.MemberStatus{{Path: "/dev/a", Index: 0, State: "active", IO: raid.MemberIO{SyncReadBytes: 7, SyncWriteBytes: 9}}},
+	st := array.Status{Name: "m", State: array.StateNameActive,
+		Regions: &array.RegionCounts{Regions: 64, RegionBytes: 1 << 20, InSync: 40, Dirty: 4, Trimmed: 20, NeedResync: 3},
+		Sync: &array.SyncStatus{Action: array.SyncRebuild, Member: &member, DoneBytes: 10 << 20, TotalBytes: 64 << 20,
+			RateBytesPerS: 1 << 20, Last: &array.SyncResult{Action: array.SyncCheck, Cancelled: true, MismatchBytes: 4096, Ended: time.Unix(100, 0)}},
+		Members: []array.MemberStatus{{Path: "/dev/a", Index: 0, State: "active", IO: array.MemberIO{SyncReadBytes: 7, SyncWriteBytes: 9}}},
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(func() Status { return Status{Status: st} }))

@@ -101,7 +101,7 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 			return fail(err)
 		}
 		members = append(members, m)
-		if err := checkFresh(m, o.Force); err != nil {
+		if err := CheckFresh(m, o.Force); err != nil {
 			return fail(err)
 		}
 	}
@@ -219,8 +219,10 @@ func checkCreateGeometry(o *CreateOptions) error {
 	return nil
 }
 
-// checkFresh refuses a member that holds something a user may still want.
-func checkFresh(m *Member, force bool) error {
+// CheckFresh refuses a member that holds something a user may still want: a uraid superblock (of
+// any array, or one this uraid cannot read) or a filesystem, unless force. Create checks every
+// member with it, and a replace its new device.
+func CheckFresh(m *Member, force bool) error {
 	if force {
 		return nil
 	}
@@ -230,14 +232,15 @@ func checkFresh(m *Member, force bool) error {
 	} else if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) {
 		return fmt.Errorf("member %s: %w (%v); give --force to overwrite it", m.Path, ErrHasSuperblock, err)
 	}
-	if fs := filesystemOn(m.File); fs != "" {
+	if fs := FilesystemOn(m.File); fs != "" {
 		return fmt.Errorf("member %s: %w (%s); give --force to overwrite it", m.Path, ErrHasFilesystem, fs)
 	}
 	return nil
 }
 
-// filesystemOn recognises the filesystems most likely to be destroyed by mistake.
-func filesystemOn(f *os.File) string {
+// FilesystemOn recognises the filesystems most likely to be destroyed by mistake (ext2/3/4, xfs,
+// btrfs) at the start of f and names the one found, "" for none.
+func FilesystemOn(f *os.File) string {
 	buf := AlignedBlock()
 	if n, _ := f.ReadAt(buf, 0); n < len(buf) {
 		return ""

@@ -1,6 +1,7 @@
-// Package raid holds uraid's arrays: the metadata that makes a set of
+// Package raid holds the metadata of uraid's arrays: what makes a set of
 // devices one array, and the checks that decide whether a set of devices
-// may run as one.
+// may run as one. Serving an assembled array is package array's; raid
+// knows nothing of it.
 //
 // # Superblock
 //
@@ -32,6 +33,17 @@
 // geometry, each slot claimed once. The member with the most events is the
 // reference; members behind it are stale and slots nobody claims are
 // missing. Every error names the member at fault, why, and what to do.
+//
+// # Members, create and scan
+//
+// OpenMember opens a member device (a block device or a regular file),
+// claims it exclusively and probes its size and discard support; it tells
+// a device another program holds (ErrMemberBusy) from one of the wrong
+// kind. Create checks a new array's members and geometry and only then
+// writes their superblocks; CheckFresh, which it applies to every member,
+// refuses a device holding a superblock or a filesystem. Scan reads the
+// superblocks of candidate devices (BlockCandidates, ReadConfig) and
+// groups them by array, for assembly at boot.
 //
 // # Concurrency
 //

@@ -12,11 +12,12 @@ import (
 // heap does not move objects, so slicing an over-sized allocation at an
 // aligned address is enough; the capacity is capped so an append can never
 // reach past the aligned block.
-func AlignedBlock() []byte { return alignedBytes(SuperblockSize) }
+func AlignedBlock() []byte { return AlignedBytes(SuperblockSize) }
 
-// alignedBytes returns n zeroed bytes whose address is a multiple of SuperblockSize (4096), as
-// O_DIRECT wants, capped so that an append cannot reach past them.
-func alignedBytes(n int) []byte {
+// AlignedBytes returns n zeroed bytes whose address is a multiple of SuperblockSize (4096), as
+// O_DIRECT wants, capped so that an append cannot reach past them: the buffers of any direct I/O
+// to a member, the superblock's and the serving array's (region map, sync jobs) alike.
+func AlignedBytes(n int) []byte {
 	buf := make([]byte, n+SuperblockSize)
 	skip := 0
 	if rem := int(uintptr(unsafe.Pointer(&buf[0])) % SuperblockSize); rem != 0 {

@@ -2,7 +2,7 @@ package region
 
 // Pending is the model test's list of asynchronous discards waiting for
 // their tickets, as the array kept them before the discard engine learned to
-// say when a discard completes (raid's trimDone): the model still drives
+// say when a discard completes (array's trimDone): the model still drives
 // EndTrim that way, late and in any order, as Poll asks the tickets. It is
 // bounded: a discard that finds it full is forgotten, which only leaves its
 // regions less trimmed than they could be.

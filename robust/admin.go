@@ -13,7 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"golang.org/x/sys/unix"
 
-	"uraid/raid"
+	"uraid/array"
 	"uraid/region"
 	"uraid/robust/simdisk"
 )
@@ -98,14 +98,14 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 				w.replace(rng)
 			}
 		case p < 76:
-			action := []string{raid.SyncCheck, raid.SyncRepair}[rng.IntN(2)]
-			if err := w.a.StartSync(action, raid.SyncOptions{}); err == nil {
+			action := []string{array.SyncCheck, array.SyncRepair}[rng.IntN(2)]
+			if err := w.a.StartSync(action, array.SyncOptions{}); err == nil {
 				w.stats.Checks++
 				w.logf("%s started", action)
 			}
 		case p < 84:
 			name, n := failpoints[rng.IntN(len(failpoints))], 1+rng.IntN(6)
-			if name == raid.FailpointFailed {
+			if name == array.FailpointFailed {
 				n = 1 + rng.IntN(2) // an epoch fails few members
 			}
 			w.armPowerLoss(rng, name, n)
@@ -144,11 +144,11 @@ func (w *world) armPowerLoss(rng *rand.Rand, name string, n int) {
 func (w *world) whole() bool {
 	st := w.a.Status("", 0)
 	for _, m := range st.Members {
-		if m.State != raid.MemberActive.String() || m.Replacement != "" {
+		if m.State != array.MemberActive.String() || m.Replacement != "" {
 			return false
 		}
 	}
-	return st.Sync == nil || st.Sync.Action != raid.SyncRebuild
+	return st.Sync == nil || st.Sync.Action != array.SyncRebuild
 }
 
 // heal is a healing epoch's operator (see moodHeal).
@@ -168,7 +168,7 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			// finishing meanwhile: none may be acknowledged that left out the failed copy.
 			// (Not for a member failed by an error: the failure is made on the queue's
 			// goroutine, where the hook holds every request.)
-			w.armPowerLoss(rng, raid.FailpointFailed, 1)
+			w.armPowerLoss(rng, array.FailpointFailed, 1)
 		}
 		switch how {
 		case 0, 1:
@@ -185,7 +185,7 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 		// Or cut the resync itself, once it has done some regions, or once the map has been
 		// written with what it did.
 		if rng.IntN(2) == 0 {
-			w.armPowerLoss(rng, raid.FailpointResyncRegion, 2+rng.IntN(4))
+			w.armPowerLoss(rng, array.FailpointResyncRegion, 2+rng.IntN(4))
 		} else {
 			w.armPowerLoss(rng, "map-flush", 2+rng.IntN(2))
 		}
@@ -242,8 +242,8 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			armed = true
 			// A checkpoint that reaches the disk before what it covers is what a cut after it
 			// finds; the epoch's workload may not flush at all (see world.flushless).
-			name := []string{raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, raid.FailpointRebuildCursor,
-				raid.FailpointResyncRegion, "disk-flush", "map-flush"}[rng.IntN(6)]
+			name := []string{array.FailpointRebuildRegion, array.FailpointRebuildCursor, array.FailpointRebuildCursor,
+				array.FailpointResyncRegion, "disk-flush", "map-flush"}[rng.IntN(6)]
 			w.armPowerLoss(rng, name, 1+rng.IntN(6))
 		}
 		w.recordMembers(w.a)
@@ -251,10 +251,10 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 }
 
 // slots returns the array's member slots as status shows them.
-func (w *world) slots() []raid.MemberStatus { return w.a.Status("", 0).Members }
+func (w *world) slots() []array.MemberStatus { return w.a.Status("", 0).Members }
 
-func inService(m raid.MemberStatus) bool {
-	return m.State == raid.MemberActive.String() || m.State == raid.MemberRebuilding.String()
+func inService(m array.MemberStatus) bool {
+	return m.State == array.MemberActive.String() || m.State == array.MemberRebuilding.String()
 }
 
 // failOne fails a random member in service (refused for the last copy of some data).
@@ -277,7 +277,7 @@ func (w *world) failOne(rng *rand.Rand) {
 	case err == nil:
 		w.stats.Fails++
 		w.logf("failed %s", w.name(p))
-	case errors.Is(err, raid.ErrLastCopy):
+	case errors.Is(err, array.ErrLastCopy):
 		w.stats.Refused++
 	default:
 		w.logf("fail %s: %v", w.name(p), firstLine(err))
@@ -291,11 +291,11 @@ func (w *world) refusedFails(rng *rand.Rand) {
 		return // a fail that is not refused would add to the pending error's
 	}
 	for _, m := range w.slots() {
-		if m.State != raid.MemberActive.String() {
+		if m.State != array.MemberActive.String() {
 			continue
 		}
 		for range 200 {
-			if err := w.a.FailMember(m.Path); !errors.Is(err, raid.ErrLastCopy) {
+			if err := w.a.FailMember(m.Path); !errors.Is(err, array.ErrLastCopy) {
 				if err == nil {
 					w.stats.Fails++
 					w.logf("failed %s", w.name(m.Path))
@@ -331,7 +331,7 @@ func (w *world) injectWriteError(rng *rand.Rand) {
 	ms := w.slots()
 	active := 0
 	for _, m := range ms {
-		if m.State == raid.MemberActive.String() {
+		if m.State == array.MemberActive.String() {
 			active++
 		}
 	}
@@ -357,7 +357,7 @@ func (w *world) injectWriteError(rng *rand.Rand) {
 // adds a spare) with a blank disk or one the array let go of.
 func (w *world) removeAndAdd(rng *rand.Rand) {
 	for _, m := range w.slots() {
-		if m.Path != "" && m.State == raid.MemberFailed.String() {
+		if m.Path != "" && m.State == array.MemberFailed.String() {
 			if err := w.a.RemoveMember(m.Path); err == nil {
 				w.logf("removed %s", w.name(m.Path))
 			}
@@ -430,7 +430,7 @@ func (w *world) swapBack(rng *rand.Rand) {
 	}
 	ms := w.slots()
 	for _, m := range ms {
-		if m.State != raid.MemberActive.String() || m.Replacement != "" {
+		if m.State != array.MemberActive.String() || m.Replacement != "" {
 			return // the array must be whole for the first device to leave it whole
 		}
 	}
@@ -464,12 +464,12 @@ func (w *world) waitActive(i int, path string) bool {
 		if m.Path != path || w.crashedNow() || w.failed() {
 			return false
 		}
-		if m.State == raid.MemberActive.String() {
+		if m.State == array.MemberActive.String() {
 			return true
 		}
 		// Twice idle in a row: a rebuild that ended between the member's state and the job's
 		// in one status shows active in the next.
-		if st.Sync == nil || st.Sync.Action == raid.SyncIdle {
+		if st.Sync == nil || st.Sync.Action == array.SyncIdle {
 			if idle++; idle == 2 {
 				return false
 			}
@@ -484,7 +484,7 @@ func (w *world) waitActive(i int, path string) bool {
 func (w *world) replace(rng *rand.Rand) {
 	var cands []string
 	for _, m := range w.slots() {
-		if m.State == raid.MemberActive.String() && m.Replacement == "" {
+		if m.State == array.MemberActive.String() && m.Replacement == "" {
 			cands = append(cands, m.Path)
 		}
 	}
@@ -512,11 +512,11 @@ func (w *world) verify() {
 	w.a.WaitSync()
 	w.stats.SyncWait += time.Since(start)
 	st := w.a.Status("", 0)
-	if st.Regions == nil || st.Regions.NeedResync > 0 || st.State != raid.StateNameActive && st.State != raid.StateNameClean {
+	if st.Regions == nil || st.Regions.NeedResync > 0 || st.State != array.StateNameActive && st.State != array.StateNameClean {
 		return // degraded, or copies left to resync: they may differ yet
 	}
 	for _, m := range st.Members {
-		if m.State != raid.MemberActive.String() || m.Replacement != "" {
+		if m.State != array.MemberActive.String() || m.Replacement != "" {
 			return
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"uraid/raid"
+	"uraid/array"
 	"uraid/ublk"
 )
 
@@ -186,7 +186,7 @@ func (w *world) finished(tag uint16, t *inflight, res int32) {
 	// explains is no finding. (Asked only for errors: it is a call to the disks' process.)
 	if !ok && !unknown && !w.crashedNow() {
 		// An error is allowed only when some data has no working copy left.
-		if st := w.a.Status("", 0); st.State != raid.StateNameFailed {
+		if st := w.a.Status("", 0); st.State != array.StateNameFailed {
 			w.fail("%v of blocks [%d, +%d) failed (%d) while the array is %s: a working copy of every block exists",
 				t.op, t.first, t.n, res, st.State)
 		}

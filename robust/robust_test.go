@@ -125,7 +125,7 @@ func TestRobustness(t *testing.T) {
 var planted = []string{"A", "B", "C", "D", "E", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot"}
 
 // unreached are the planted defects the harness is not known to reach: TestPlanted tries them
-// only when -robust.plant names them; each has its regression test in package raid. claim needs
+// only when -robust.plant names them; each has its regression test in package array. claim needs
 // a cut between an add's superblock write and its map write, then a scan that hands the
 // half-added device over while the maps still carry an earlier fill's checkpoint of the same slot
 // (TestAddClaimsItsSlotAfterTheCheckpoint). widen needs the resync's source to fail while regions

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"uraid/array"
 	"uraid/internal/failpoint"
 	"uraid/mapping"
 	"uraid/raid"
@@ -98,10 +99,10 @@ type world struct {
 	blank    []string      // disks never used by the array
 	record   []string      // paths in service, as the daemon records them
 	recordMu sync.Mutex    // record is written from the membership hook too
-	live     *raid.Array   // the array whose membership the record follows, under recordMu
+	live     *array.Array  // the array whose membership the record follows, under recordMu
 	dataOff  int64         // every member's data offset
 	dataEnd  int64         // and where its data area ends
-	a        *raid.Array   // the array of this epoch
+	a        *array.Array  // the array of this epoch
 	h        *ublk.Harness // its queue
 	hmu      sync.Mutex    // guards hist and the crash fields
 	hist     *history
@@ -274,7 +275,7 @@ func (w *world) run() error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	a, err := raid.NewArray(ms, sbs, w.options())
+	a, err := array.NewArray(ms, sbs, w.options())
 	if err != nil {
 		return fmt.Errorf("new array: %w", err)
 	}
@@ -324,12 +325,12 @@ func (w *world) run() error {
 	return nil
 }
 
-func (w *world) options() raid.Options {
-	return raid.Options{Queues: 1, Depth: w.cfg.Depth, Degraded: true, MapIdle: w.mapIdle}
+func (w *world) options() array.Options {
+	return array.Options{Queues: 1, Depth: w.cfg.Depth, Degraded: true, MapIdle: w.mapIdle}
 }
 
 // serve starts serving a (assembled or new): the harness queue, the record, MarkDirty.
-func (w *world) serve(a *raid.Array, unclean bool) error {
+func (w *world) serve(a *array.Array, unclean bool) error {
 	if unclean {
 		a.SetUnclean(true)
 	}
@@ -363,7 +364,7 @@ func (w *world) serve(a *raid.Array, unclean bool) error {
 // heard at once must not write the older view last. The crash is asked after the status is read:
 // reading it may wait on a membership change that the cut fails, and what that failure leaves
 // is a view no daemon lives to record.
-func (w *world) recordMembers(a *raid.Array) {
+func (w *world) recordMembers(a *array.Array) {
 	w.recordMu.Lock()
 	defer w.recordMu.Unlock()
 	if a != w.live {
@@ -556,7 +557,7 @@ func (w *world) restart(e ending) error {
 		}
 		how = "a scan of every disk"
 	}
-	a, err := raid.Assemble("r", paths, w.options())
+	a, err := array.Assemble("r", paths, w.options())
 	if err != nil {
 		w.fail("assemble after %s of %v (from %s): %v; superblocks: %s", endingNames[e], paths, how, err, describeSuperblocks(paths))
 		return nil
@@ -604,7 +605,7 @@ func (w *world) checkAssembleRefusesWrongDisk(paths []string) bool {
 	before := w.fs.Snapshot(small)
 	wrong := slices.Clone(paths)
 	wrong[k] = w.path(small)
-	a, err := raid.Assemble("r", wrong, w.options())
+	a, err := array.Assemble("r", wrong, w.options())
 	if err == nil {
 		used := false
 		st := a.Status("", 0)
@@ -697,8 +698,8 @@ func (w *world) failpoint(name string, at failpoint.Span) {
 }
 
 var failpoints = []string{
-	raid.FailpointRebuildRegion, raid.FailpointRebuildCursor, raid.FailpointResyncRegion,
-	raid.FailpointFailed, raid.FailpointMapFlush,
+	array.FailpointRebuildRegion, array.FailpointRebuildCursor, array.FailpointResyncRegion,
+	array.FailpointFailed, array.FailpointMapFlush,
 	"superblock-write", "map-write", "data-write", "disk-flush",
 }
 

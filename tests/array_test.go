@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/internal/testutil"
-	"uraid/raid"
 )
 
 // memberSize keeps each member small: the guest's /tmp is RAM.
@@ -92,9 +92,9 @@ func memberSet(t *testing.T, kind string, n int, size int64) (members, backing [
 	return members, backing
 }
 
-func arrayDetail(t *testing.T, name string) raid.Status {
+func arrayDetail(t *testing.T, name string) array.Status {
 	t.Helper()
-	var st raid.Status
+	var st array.Status
 	require.NoError(t, json.Unmarshal([]byte(uraid(t, "detail", "--json", name)), &st))
 	return st
 }
@@ -164,7 +164,7 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	}
 	sh(t, "sync")
 	// ext4 sends -o discard TRIMs from a worker after the journal commit.
-	var after raid.Status
+	var after array.Status
 	require.Eventually(t, func() bool {
 		after = arrayDetail(t, name)
 		return after.Discard.Requests > before.Discard.Requests

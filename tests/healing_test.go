@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // The healing suite proves, against the kernel, three fixes of the robustness work: a rebuild
@@ -86,7 +86,7 @@ func TestE2ERefusedFailUnderLoad(t *testing.T) {
 	assert.Contains(t, out.String(), "err= 0", out.String())
 	dout, err := uraidCode(t, "detail", "--json", name) // exits 3: degraded
 	require.Equal(t, 3, exitStatus(err), dout)
-	var st raid.Status
+	var st array.Status
 	require.NoError(t, json.Unmarshal([]byte(dout), &st), dout)
 	assert.Equal(t, "active", st.Members[0].State)
 }

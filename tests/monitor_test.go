@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // errorable makes n members that can be made to fail every I/O: dm-linear devices over loop
@@ -61,7 +61,7 @@ func guestModule(t *testing.T, name string, args ...string) {
 type monitor struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	events chan raid.Event
+	events chan array.Event
 	done   chan error
 }
 
@@ -73,13 +73,13 @@ func startMonitor(t *testing.T, args ...string) *monitor {
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	m := &monitor{t: t, cmd: cmd, events: make(chan raid.Event, 1024), done: make(chan error, 1)}
+	m := &monitor{t: t, cmd: cmd, events: make(chan array.Event, 1024), done: make(chan error, 1)}
 	go func() {
 		// events is closed before done is sent: whoever reads them sees every event first.
 		defer close(m.events)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			var e raid.Event
+			var e array.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				m.done <- fmt.Errorf("monitor printed %q: %w", sc.Text(), err)
 				return
@@ -98,7 +98,7 @@ func startMonitor(t *testing.T, args ...string) *monitor {
 
 // next waits for the next event whose type is among types, skipping others (progress, say),
 // and fails the test if the monitor ends first.
-func (m *monitor) next(types ...string) raid.Event {
+func (m *monitor) next(types ...string) array.Event {
 	m.t.Helper()
 	deadline := time.After(slow * time.Minute)
 	for {
@@ -142,12 +142,12 @@ func TestE2EMonitorSeesMemberFail(t *testing.T) {
 	// Writes reach every copy: the first one to member 1 fails it, and the write still succeeds
 	// on member 0.
 	sh(t, "dd", "if=/dev/urandom", "of="+dev, "bs=64k", "count=16", "oflag=direct", "status=none")
-	e = mon.next(raid.EventMemberFailed)
+	e = mon.next(array.EventMemberFailed)
 	require.NotNil(t, e.Member)
 	assert.Equal(t, 1, *e.Member)
 	assert.Equal(t, ms.paths[1], e.Path)
 	assert.NotEmpty(t, e.Error)
-	assert.Equal(t, raid.EventDegraded, mon.next(raid.EventDegraded, raid.EventArrayFailed).Type)
+	assert.Equal(t, array.EventDegraded, mon.next(array.EventDegraded, array.EventArrayFailed).Type)
 	assert.Equal(t, "failed", detailAnyState(t, name).Members[1].State)
 
 	uraid(t, "stop", name)

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/internal/testutil"
-	"uraid/raid"
 )
 
 // nullBlk makes n memory-backed null_blk devices of size bytes (through configfs, so that they
@@ -246,13 +246,13 @@ func TestE2EAssembleScan(t *testing.T) {
 }
 
 // detailAnyState is the array's detail, degraded or not (detail exits 3 for a degraded array).
-func detailAnyState(t *testing.T, name string) raid.Status {
+func detailAnyState(t *testing.T, name string) array.Status {
 	t.Helper()
 	out, err := exec.Command(uraidBin(t), "detail", "--json", name).Output()
 	if c := exitStatus(err); err != nil && c != 3 {
 		t.Fatalf("uraid detail --json %s: %v", name, err)
 	}
-	var st raid.Status
+	var st array.Status
 	require.NoError(t, json.Unmarshal(out, &st))
 	return st
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/raid"
 )
@@ -97,7 +98,7 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 		if err := readyToAssemble(cmd.Context(), f, o.degraded); err != nil {
 			return err
 		}
-		a, err := raid.Assemble(f.Name, memberPaths(f), o.serve.options(o.degraded))
+		a, err := array.Assemble(f.Name, memberPaths(f), o.serve.options(o.degraded))
 		if err != nil {
 			return err
 		}
@@ -114,7 +115,7 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 			continue
 		}
 		members := memberPaths(f)
-		a, err := raid.Assemble(f.Name, members, o.serve.options(o.degraded))
+		a, err := array.Assemble(f.Name, members, o.serve.options(o.degraded))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 type assembleOptions struct {
@@ -85,7 +85,7 @@ members that are not there yet, up to the time given, and --foreground serves it
 			}
 			// Assembled here even for a daemon, so that a wrong member is reported by this command
 			// before anything starts.
-			a, err := raid.Assemble(name, members, o.serve.options(o.degraded))
+			a, err := array.Assemble(name, members, o.serve.options(o.degraded))
 			if err != nil {
 				return err
 			}
@@ -146,7 +146,7 @@ func newServeCommand() *cobra.Command {
 				n.Failed(err)
 				return err
 			}
-			a, err := raid.Assemble(args[0], args[1:], o.serve.options(o.degraded))
+			a, err := array.Assemble(args[0], args[1:], o.serve.options(o.degraded))
 			if err != nil {
 				n.Failed(err)
 				return err

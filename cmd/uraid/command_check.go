@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 type checkOptions struct {
@@ -63,9 +63,9 @@ cancelled. check --cancel stops a running check or repair; a resync or rebuild i
 			if err := c.Check(cmd.Context(), o.repair, int64(o.maxRate)); err != nil {
 				return err
 			}
-			action := raid.SyncCheck
+			action := array.SyncCheck
 			if o.repair {
-				action = raid.SyncRepair
+				action = array.SyncRepair
 			}
 			if !o.wait {
 				fmt.Fprintf(cmd.ErrOrStderr(), "uraid: array %s: %s started; follow it with uraid status %s, wait for it with uraid wait %s\n", name, action, name, name)
@@ -119,7 +119,7 @@ run yet (a member is missing) does not keep it waiting: it says so on stderr.`,
 }
 
 // reportLast prints how the last job ended, and fails when it did not run to its end.
-func reportLast(w io.Writer, name string, st raid.SyncStatus) error {
+func reportLast(w io.Writer, name string, st array.SyncStatus) error {
 	l := st.Last
 	if l == nil {
 		return fmt.Errorf("array %s: the job ended without a result", name)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 func TestCheckUsage(t *testing.T) {
@@ -44,14 +44,14 @@ func TestRateFlag(t *testing.T) {
 func TestSyncText(t *testing.T) {
 	slot := 2
 	st := trimStatus()
-	st.Regions = &raid.RegionCounts{Regions: 1024, RegionBytes: 1 << 20, InSync: 1000, Dirty: 20, Trimmed: 4, NeedResync: 0}
-	st.Sync = &raid.SyncStatus{Action: raid.SyncRebuild, Member: &slot, DoneBytes: 256 << 20, TotalBytes: 1 << 30, RateBytesPerS: 16 << 20}
+	st.Regions = &array.RegionCounts{Regions: 1024, RegionBytes: 1 << 20, InSync: 1000, Dirty: 20, Trimmed: 4, NeedResync: 0}
+	st.Sync = &array.SyncStatus{Action: array.SyncRebuild, Member: &slot, DoneBytes: 256 << 20, TotalBytes: 1 << 30, RateBytesPerS: 16 << 20}
 	var out bytes.Buffer
 	writeStatusLine(&out, st)
 	assert.Contains(t, out.String(), "      rebuild of member 2 = 25.0% (256.0 MiB/1.0 GiB) 16.0 MiB/s, eta 48s\n")
 
-	st.Sync = &raid.SyncStatus{Action: raid.SyncIdle, Waiting: "a member is missing",
-		Last: &raid.SyncResult{Action: raid.SyncRepair, DoneBytes: 4 << 20, Seconds: 1.5, MismatchBytes: 1, RepairedBytes: 4096,
+	st.Sync = &array.SyncStatus{Action: array.SyncIdle, Waiting: "a member is missing",
+		Last: &array.SyncResult{Action: array.SyncRepair, DoneBytes: 4 << 20, Seconds: 1.5, MismatchBytes: 1, RepairedBytes: 4096,
 			MismatchRegions: []int{2, 9}, Ended: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
 	out.Reset()
 	writeStatusLine(&out, st)
@@ -62,18 +62,18 @@ func TestSyncText(t *testing.T) {
 	assert.Contains(t, out.String(), "      Last Sync : repair done; 4.0 MiB in 1.5s, 1 bytes differ (regions 2 9), 4.0 KiB repaired; ended 2026-01-02T03:04:05Z\n")
 	assert.Contains(t, out.String(), "        Regions : 1024 of 1M: 1000 in sync, 20 dirty, 4 trimmed, 0 need resync\n")
 
-	st.Sync = &raid.SyncStatus{Action: raid.SyncCheck, DoneBytes: 1 << 20, TotalBytes: 4 << 20, MismatchBytes: 4096}
+	st.Sync = &array.SyncStatus{Action: array.SyncCheck, DoneBytes: 1 << 20, TotalBytes: 4 << 20, MismatchBytes: 4096}
 	assert.Equal(t, "check = 25.0% (1.0 MiB/4.0 MiB) 0.0 MiB/s, eta unknown, 4.0 KiB differ", syncProgress(st.Sync))
-	assert.Empty(t, syncProgress(&raid.SyncStatus{Action: raid.SyncIdle}))
+	assert.Empty(t, syncProgress(&array.SyncStatus{Action: array.SyncIdle}))
 	assert.Empty(t, syncProgress(nil))
 }
 
 func TestWaitReport(t *testing.T) {
 	var out bytes.Buffer
-	assert.NoError(t, reportLast(&out, "demo", raid.SyncStatus{Last: &raid.SyncResult{Action: raid.SyncResync, DoneBytes: 1 << 20}}))
+	assert.NoError(t, reportLast(&out, "demo", array.SyncStatus{Last: &array.SyncResult{Action: array.SyncResync, DoneBytes: 1 << 20}}))
 	assert.Contains(t, out.String(), "demo: resync done; 1.0 MiB")
-	err := reportLast(&out, "demo", raid.SyncStatus{Last: &raid.SyncResult{Action: raid.SyncCheck, Cancelled: true}})
+	err := reportLast(&out, "demo", array.SyncStatus{Last: &array.SyncResult{Action: array.SyncCheck, Cancelled: true}})
 	assert.ErrorContains(t, err, "cancelled")
-	err = reportLast(&out, "demo", raid.SyncStatus{Last: &raid.SyncResult{Action: raid.SyncRebuild, Error: "member 0: EIO"}})
+	err = reportLast(&out, "demo", array.SyncStatus{Last: &array.SyncResult{Action: array.SyncRebuild, Error: "member 0: EIO"}})
 	assert.ErrorContains(t, err, "rebuild failed: member 0: EIO")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/mapping"
 	"uraid/raid"
@@ -102,7 +103,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 		return err
 	}
 	if o.serve.foreground {
-		a, err := raid.NewArray(ms, sbs, o.serve.options(false))
+		a, err := array.NewArray(ms, sbs, o.serve.options(false))
 		if err != nil {
 			for _, m := range ms {
 				m.Close()

@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 func rebuildingStatus() daemon.Status {
-	return daemon.Status{Status: raid.Status{
-		Name: "demo", Level: "1", SizeBytes: 1 << 30, Device: "/dev/ublkb0", State: raid.StateNameDegraded,
+	return daemon.Status{Status: array.Status{
+		Name: "demo", Level: "1", SizeBytes: 1 << 30, Device: "/dev/ublkb0", State: array.StateNameDegraded,
 		DiscardMode: "sync",
-		Members: []raid.MemberStatus{
+		Members: []array.MemberStatus{
 			{Path: "/dev/sda", Index: 0, State: "active", Replacement: "/dev/sde"},
 			{Path: "/dev/sdb", Index: 1, State: "rebuilding"},
 			{Path: "/dev/sdc", Index: 2, State: "failed"},

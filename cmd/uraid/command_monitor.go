@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 type monitorOptions struct {
@@ -89,7 +89,7 @@ type eventPrinter struct {
 	json bool
 }
 
-func (p *eventPrinter) print(e raid.Event) error {
+func (p *eventPrinter) print(e array.Event) error {
 	var line []byte
 	if p.json {
 		b, err := json.Marshal(e)
@@ -107,7 +107,7 @@ func (p *eventPrinter) print(e raid.Event) error {
 }
 
 // formatEvent is e as a line for people: time, array, type, what it concerns, and its message.
-func formatEvent(e raid.Event) string {
+func formatEvent(e array.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s", e.Time.Local().Format(time.DateTime), e.Array, e.Type)
 	if e.Member != nil {

@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/internal/testutil"
-	"uraid/raid"
 )
 
 // eventArray is a daemon.Array whose event stream holds the events given.
 type eventArray struct {
-	events     []raid.Event
+	events     []array.Event
 	subscribed chan struct{}
 }
 
@@ -25,8 +25,8 @@ func (a *eventArray) Status() any      { return map[string]string{} }
 func (a *eventArray) Stop() error      { return nil }
 func (a *eventArray) Handover() error  { return nil }
 func (a *eventArray) FailQueue() error { return nil }
-func (a *eventArray) Subscribe() (<-chan raid.Event, func()) {
-	ch := make(chan raid.Event, len(a.events))
+func (a *eventArray) Subscribe() (<-chan array.Event, func()) {
+	ch := make(chan array.Event, len(a.events))
 	for _, e := range a.events {
 		ch <- e
 	}
@@ -39,9 +39,9 @@ func (a *eventArray) Subscribe() (<-chan raid.Event, func()) {
 func TestMonitorCLI(t *testing.T) {
 	when := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	one := 1
-	events := []raid.Event{
-		{Time: when, Array: "mon", Type: raid.EventMemberFailed, Member: &one, Path: "/dev/sdb", Error: "EIO", Message: "member 1 (/dev/sdb) failed: EIO"},
-		{Time: when, Array: "mon", Type: raid.EventSyncFinished, Action: raid.SyncRebuild, Outcome: raid.OutcomeOK, Message: "rebuild done"},
+	events := []array.Event{
+		{Time: when, Array: "mon", Type: array.EventMemberFailed, Member: &one, Path: "/dev/sdb", Error: "EIO", Message: "member 1 (/dev/sdb) failed: EIO"},
+		{Time: when, Array: "mon", Type: array.EventSyncFinished, Action: array.SyncRebuild, Outcome: array.OutcomeOK, Message: "rebuild done"},
 	}
 	for _, asJSON := range []bool{false, true} {
 		t.Setenv("URAID_RUN_DIR", t.TempDir())
@@ -69,7 +69,7 @@ func TestMonitorCLI(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(r.out), "\n")
 		require.Len(t, lines, 2, r.out)
 		if asJSON {
-			var e raid.Event
+			var e array.Event
 			require.NoError(t, json.Unmarshal([]byte(lines[0]), &e))
 			assert.Equal(t, "/dev/sdb", e.Path)
 			assert.Equal(t, 1, *e.Member)

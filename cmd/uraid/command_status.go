@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/mapping"
-	"uraid/raid"
 )
 
 func arrayStatus(ctx context.Context, name string) (daemon.Status, error) {
@@ -27,7 +27,7 @@ func arrayStatus(ctx context.Context, name string) (daemon.Status, error) {
 }
 
 func unhealthy(st daemon.Status) bool {
-	return st.State == raid.StateNameDegraded || st.State == raid.StateNameFailed
+	return st.State == array.StateNameDegraded || st.State == array.StateNameFailed
 }
 
 // stateText is the array's state with what a script or an admin must know beside it: why it
@@ -155,9 +155,9 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 // stateMark is mdstat's mark after a member's path: (F) failed, (R) being rebuilt.
 func stateMark(state string) string {
 	switch state {
-	case raid.MemberFailed.String():
+	case array.MemberFailed.String():
 		return "(F)"
-	case raid.MemberRebuilding.String():
+	case array.MemberRebuilding.String():
 		return "(R)"
 	}
 	return ""

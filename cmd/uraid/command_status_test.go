@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 func trimStatus() daemon.Status {
-	return daemon.Status{Status: raid.Status{
+	return daemon.Status{Status: array.Status{
 		Name: "demo", Level: "10", Layout: "n2", ChunkBytes: 512 << 10, SizeBytes: 1 << 30,
-		Device: "/dev/ublkb0", State: raid.StateNameDegraded, DiscardMode: "sync",
-		Members: []raid.MemberStatus{
+		Device: "/dev/ublkb0", State: array.StateNameDegraded, DiscardMode: "sync",
+		Members: []array.MemberStatus{
 			{Path: "/dev/sda", Index: 0, State: "active", Kind: "block", DiscardGranularity: 4096, TrimExclusive: true, TrimInFlight: 1},
 			{Path: "/dev/nvme0n1", Index: 1, State: "active", Kind: "block", DiscardGranularity: 4096, TrimInFlight: 4},
 			{Index: 2, State: "missing"},
@@ -80,10 +80,10 @@ func TestDetailTrimSettings(t *testing.T) {
 }
 
 // TestLevelNamesInViews pins how status and detail spell each level and layout: the JSON carries
-// the short name (see raid.TestStatusLevelNames), the text views mdadm's long one.
+// the short name (see array.TestStatusLevelNames), the text views mdadm's long one.
 func TestLevelNamesInViews(t *testing.T) {
 	tests := []struct {
-		level, layout string // as raid.Status carries them
+		level, layout string // as array.Status carries them
 		line          string // uraid status, after "demo : degraded "
 		detail        string // uraid detail's Raid Level row
 	}{

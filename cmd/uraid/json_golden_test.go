@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/discard"
 	"uraid/mapping"
@@ -50,14 +51,14 @@ var goldenTime = time.Date(2026, 11, 30, 15, 38, 31, 0, time.UTC)
 func goldenStatus() daemon.Status {
 	member := 1
 	return daemon.Status{
-		Status: raid.Status{
+		Status: array.Status{
 			Name: "demo", UUID: "8d6f0a52-3c1e-4f55-9a0e-2f1b7c9d4e10", Level: "10", Layout: "n2",
-			ChunkBytes: 512 << 10, SizeBytes: 2145386496, Device: "/dev/ublkb0", State: raid.StateNameDegraded,
+			ChunkBytes: 512 << 10, SizeBytes: 2145386496, Device: "/dev/ublkb0", State: array.StateNameDegraded,
 			DiscardMode: "async", Events: 7, CreateTime: goldenTime, PID: 123,
-			Members: []raid.MemberStatus{
+			Members: []array.MemberStatus{
 				{Path: "/var/lib/uraid/demo/m0", Index: 0, State: "active", Kind: "file", SizeBytes: 1 << 30,
 					DiscardGranularity: 4096, TrimInFlight: 1,
-					IO: raid.MemberIO{Reads: 41, Writes: 346, ReadBytes: 1234, WriteBytes: 5678, Errors: 1,
+					IO: array.MemberIO{Reads: 41, Writes: 346, ReadBytes: 1234, WriteBytes: 5678, Errors: 1,
 						SyncReadBytes: 4096, SyncWriteBytes: 8192},
 					Discard: discard.MemberStats{Member: 0, Requests: 2, Bytes: 133169152, Queued: 1, QueuedBytes: 4096,
 						InFlight: 1, Issued: 2, IssuedBytes: 133169152, Completed: 2, Errors: 0, Merged: 1,
@@ -65,13 +66,13 @@ func goldenStatus() daemon.Status {
 				{Path: "/dev/sdb", Index: 1, State: "rebuilding", Replacement: "/dev/sdc", Kind: "block",
 					SizeBytes: 1 << 30, DiscardGranularity: 4096, TrimExclusive: true, TrimInFlight: 1},
 			},
-			Discard: raid.DiscardTotals{Requests: 2, Bytes: 266338304, MemberRanges: 8, ParkedReads: 3, ParkedWrites: 4},
-			Regions: &raid.RegionCounts{Regions: 32, RegionBytes: 64 << 20, InSync: 28, Dirty: 2, Trimmed: 1, NeedResync: 1},
-			Sync: &raid.SyncStatus{Action: raid.SyncRebuild, Member: &member, DoneBytes: 1 << 20, TotalBytes: 1 << 30,
-				RateBytesPerS: 50 << 20, Waiting: "", Last: &raid.SyncResult{Action: "check", Ended: goldenTime.Add(time.Hour),
+			Discard: array.DiscardTotals{Requests: 2, Bytes: 266338304, MemberRanges: 8, ParkedReads: 3, ParkedWrites: 4},
+			Regions: &array.RegionCounts{Regions: 32, RegionBytes: 64 << 20, InSync: 28, Dirty: 2, Trimmed: 1, NeedResync: 1},
+			Sync: &array.SyncStatus{Action: array.SyncRebuild, Member: &member, DoneBytes: 1 << 20, TotalBytes: 1 << 30,
+				RateBytesPerS: 50 << 20, Waiting: "", Last: &array.SyncResult{Action: "check", Ended: goldenTime.Add(time.Hour),
 					Seconds: 12.5, DoneBytes: 1 << 30, MismatchBytes: 4096, MismatchRegions: []int{3}, Error: ""}},
 			Spares:  []string{"/dev/sdd"},
-			Unclean: true, Resync: raid.ResyncPending,
+			Unclean: true, Resync: array.ResyncPending,
 			ZeroCopy: false, ZeroCopyMode: "copy", ZeroCopyReason: "kernel 6.12 lacks UBLK_F_AUTO_BUF_REG",
 			BatchIO: false, BatchIOReason: "kernel 6.12 lacks UBLK_F_BATCH_IO (Linux 6.19)",
 			CopyBufferBytes: 1 << 20,

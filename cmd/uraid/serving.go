@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 // serveFlags are how create and assemble pass serving choices on to the daemon.
@@ -45,7 +45,7 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 }
 
 func (f *serveFlags) check() error {
-	if _, err := raid.ParseDiscardMode(f.discard); err != nil {
+	if _, err := array.ParseDiscardMode(f.discard); err != nil {
 		return usageError{err}
 	}
 	if _, _, err := parseInFlight(f.inflight); err != nil {
@@ -106,14 +106,14 @@ func parseInFlight(s string) (all int, per map[string]int, err error) {
 	return 0, per, nil
 }
 
-func (f *serveFlags) options(degraded bool) raid.Options {
+func (f *serveFlags) options(degraded bool) array.Options {
 	q := f.queues
 	if q == 0 {
 		q = numCPU()
 	}
 	all, per, _ := parseInFlight(f.inflight) // checked by check
-	return raid.Options{Queues: q, Depth: f.depth, Degraded: degraded,
-		Discard: raid.DiscardOptions{Mode: f.discard, InFlight: all, MemberInFlight: per,
+	return array.Options{Queues: q, Depth: f.depth, Degraded: degraded,
+		Discard: array.DiscardOptions{Mode: f.discard, InFlight: all, MemberInFlight: per,
 			Exclusive: f.exclusive, MinGap: f.minGap}, Log: f.logger()}
 }
 
@@ -174,7 +174,7 @@ func spawn(name string, args []string) (string, error) {
 func (f *serveFlags) supervised() bool { return f.foreground && os.Getenv("NOTIFY_SOCKET") != "" }
 
 // serveHere runs the array in this process until it is stopped.
-func serveHere(cmd *cobra.Command, a *raid.Array, members []string, f *serveFlags, n *daemon.Notifier, degraded bool) error {
+func serveHere(cmd *cobra.Command, a *array.Array, members []string, f *serveFlags, n *daemon.Notifier, degraded bool) error {
 	if n == nil {
 		n = daemon.NewNotifier()
 	}

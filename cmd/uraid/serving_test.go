@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"uraid/raid"
+	"uraid/array"
 )
 
 // parseServeFlags parses args as create and assemble do.
@@ -66,6 +66,6 @@ func TestServeArgsRoundTrip(t *testing.T) {
 	}
 	f, err := parseServeFlags(t, "--trim-exclusive", "/dev/sda", "--trim-gap", "5ms")
 	require.NoError(t, err)
-	assert.Equal(t, raid.DiscardOptions{Mode: "sync", Exclusive: []string{"/dev/sda"}, MinGap: 5 * time.Millisecond},
+	assert.Equal(t, array.DiscardOptions{Mode: "sync", Exclusive: []string{"/dev/sda"}, MinGap: 5 * time.Millisecond},
 		f.options(false).Discard)
 }

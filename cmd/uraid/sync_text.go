@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
+	"uraid/array"
 	"uraid/daemon"
-	"uraid/raid"
 )
 
 // syncProgress is a running job as the status line shows it, mdstat-like: action, percent, done
 // of total, rate and time left; "" when none runs.
-func syncProgress(s *raid.SyncStatus) string {
-	if s == nil || s.Action == "" || s.Action == raid.SyncIdle {
+func syncProgress(s *array.SyncStatus) string {
+	if s == nil || s.Action == "" || s.Action == array.SyncIdle {
 		return ""
 	}
 	action := s.Action
@@ -29,9 +29,9 @@ func syncProgress(s *raid.SyncStatus) string {
 		eta = (time.Duration(float64(s.TotalBytes-s.DoneBytes)/float64(s.RateBytesPerS)) * time.Second).Round(time.Second).String()
 	}
 	out := fmt.Sprintf("%s = %.1f%% (%s/%s) %s, eta %s", action, pct, sizeText(s.DoneBytes), sizeText(s.TotalBytes), rateText(s.RateBytesPerS), eta)
-	if s.Action == raid.SyncCheck || s.Action == raid.SyncRepair {
+	if s.Action == array.SyncCheck || s.Action == array.SyncRepair {
 		out += fmt.Sprintf(", %s differ", sizeText(s.MismatchBytes))
-		if s.Action == raid.SyncRepair {
+		if s.Action == array.SyncRepair {
 			out += fmt.Sprintf(", %s repaired", sizeText(s.RepairedBytes))
 		}
 	}
@@ -71,7 +71,7 @@ func writeSyncDetail(row func(k, v string), st daemon.Status) {
 }
 
 // lastText is how a job ended, in one line.
-func lastText(l *raid.SyncResult) string {
+func lastText(l *array.SyncResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s ", l.Action)
 	switch {
@@ -83,7 +83,7 @@ func lastText(l *raid.SyncResult) string {
 		b.WriteString("done;")
 	}
 	fmt.Fprintf(&b, " %s in %s", sizeText(l.DoneBytes), (time.Duration(l.Seconds * float64(time.Second))).Round(time.Millisecond))
-	if l.Action == raid.SyncCheck || l.Action == raid.SyncRepair {
+	if l.Action == array.SyncCheck || l.Action == array.SyncRepair {
 		fmt.Fprintf(&b, ", %s differ", sizeText(l.MismatchBytes))
 		if len(l.MismatchRegions) > 0 {
 			regs := make([]string, len(l.MismatchRegions))
@@ -92,7 +92,7 @@ func lastText(l *raid.SyncResult) string {
 			}
 			fmt.Fprintf(&b, " (regions %s)", strings.Join(regs, " "))
 		}
-		if l.Action == raid.SyncRepair {
+		if l.Action == array.SyncRepair {
 			fmt.Fprintf(&b, ", %s repaired", sizeText(l.RepairedBytes))
 		}
 	}

@@ -3,6 +3,11 @@
 // compiled in only with the build tag uraid_plant: without it Is is a constant false and every
 // planted branch is dead code the compiler drops.
 //
+// The defects live where the code they undo does: recovery and torn in raid's assembly checks
+// (raid/assemble.go), trimwrite in the region map (region/trim.go), and every other in the
+// serving array (package array: E in Assemble, the rest in its read, write, sync and rebuild
+// paths).
+//
 // The defects, named by the robustness issue's letters and by the harness's own mutations:
 //
 //	A  a rebuild decides whether a region is trimmed before it locks the region

@@ -9,5 +9,6 @@
 //
 // Of the project it imports internal/clock alone, so that the tests of every other package
 // can use it; helpers that need more live in subpackages: ublktest (requests through a
-// ublk.Harness) and gosrc (a package type-checked from its source).
+// ublk.Harness), raidtest (a member file's superblock) and gosrc (a package type-checked from its
+// source).
 package testutil

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"slices"
@@ -11,6 +11,7 @@ import (
 	"uraid/internal/plant"
 	"uraid/latency"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
@@ -30,7 +31,7 @@ type tagState struct {
 	write     discard.Write    // WRITE: exts as the engine admits them (the slots' own: Length 0 for a member out of service)
 	refill    []uint32         // READ: per piece, its copy's slot's Array.refilled when prepared
 	failed    []bool           // WRITE: which extents failed
-	shadow    []*Member        // WRITE: the replacement an extent goes to, nil for a slot's own
+	shadow    []*raid.Member   // WRITE: the replacement an extent goes to, nil for a slot's own
 	disc      discard.Discard  // DISCARD: the member extents handed to the engine
 	flushLost bool             // FLUSH: a member's flush failed (and the member with it)
 	pending   int              // member I/Os not yet reaped
@@ -60,7 +61,7 @@ func (t *tagState) init() {
 	t.refill = make([]uint32, 0, 2)
 	t.exts = make([]mapping.Extent, 0, tagPrealloc)
 	t.failed = make([]bool, 0, tagPrealloc)
-	t.shadow = make([]*Member, 0, tagPrealloc)
+	t.shadow = make([]*raid.Member, 0, tagPrealloc)
 	t.disc.Extents = make([]mapping.Extent, 0, tagPrealloc)
 }
 

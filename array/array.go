@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"uraid/internal/clock"
 	"uraid/internal/plant"
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // MemberState is what the array knows of one member slot.
@@ -48,7 +49,7 @@ func (s MemberState) String() string {
 // the ublk target of the array's device (see target.go).
 type Array struct {
 	Name string
-	sb   Superblock // the newest superblock; sbMu guards its Events and State
+	sb   raid.Superblock // the newest superblock; sbMu guards its Events and State
 	sbMu sync.Mutex
 
 	m *mapping.Map
@@ -56,8 +57,8 @@ type Array struct {
 	// while the slot is out of service (failed or missing), under membersMu, before its state
 	// says it serves again: the I/O path reads it only for members in service. spares are the
 	// hot spares, under membersMu.
-	members   []*Member
-	spares    []*Member
+	members   []*raid.Member
+	spares    []*raid.Member
 	membersMu sync.Mutex
 	// onFail, when set, hears of a member that failed (from its own goroutine).
 	onFail func(slot int)
@@ -66,7 +67,7 @@ type Array struct {
 	// shadows[i] is slot i's replacement during a replace: every write to slot i reaches it too.
 	// shadowMembers mirrors it under membersMu for status; retired holds descriptors let go
 	// of while requests prepared with them may be in flight, closed with the array.
-	shadows []atomic.Pointer[Member]
+	shadows []atomic.Pointer[raid.Member]
 	// refilled counts, per slot, the devices installed in it on its descriptor number: a read
 	// prepared with the number before an install and submitted after it reads the new device,
 	// which a rebuild has not filled yet. The read notes the count and is reread when it moved.
@@ -76,8 +77,8 @@ type Array struct {
 	// where a closed number could be another device's by the time it is submitted. The next
 	// device installed in the slot takes the number back. Under membersMu.
 	holes         []*os.File
-	shadowMembers []*Member
-	retired       []*Member
+	shadowMembers []*raid.Member
+	retired       []*raid.Member
 	// adminMu serializes membership changes (fail, remove, add, replace, spares).
 	adminMu sync.Mutex
 	closing atomic.Bool
@@ -131,7 +132,7 @@ type Options struct {
 	// own.
 	Log *slog.Logger
 	// newIssuer, when set, makes the members' TRIM issuers instead of io_uring: a test hook.
-	newIssuer func(m *Member, dataOff int64, inflight int) (discard.Issuer, error)
+	newIssuer func(m *raid.Member, dataOff int64, inflight int) (discard.Issuer, error)
 }
 
 // logger is o.Log, or the default logger.
@@ -146,27 +147,27 @@ func (o Options) logger() *slog.Logger {
 // ready to serve. Members that are absent or stale are refused unless o.Degraded, and even then
 // only when every byte still has a copy.
 func Assemble(name string, paths []string, o Options) (*Array, error) {
-	var opened []*Member
+	var opened []*raid.Member
 	fail := func(err error) (*Array, error) {
 		for _, m := range opened {
 			m.Close()
 		}
 		return nil, err
 	}
-	var sbs []MemberSB
+	var sbs []raid.MemberSB
 	for _, p := range paths {
-		m, err := OpenMember(p)
+		m, err := raid.OpenMember(p)
 		if err != nil {
 			return fail(err)
 		}
 		opened = append(opened, m)
-		sb, err := ReadSuperblock(m.File)
+		sb, err := raid.ReadSuperblock(m.File)
 		if err != nil {
 			return fail(fmt.Errorf("member %s: %w", p, err))
 		}
-		sbs = append(sbs, MemberSB{Path: p, SB: sb})
+		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
 	}
-	asm, err := CheckAssembly(sbs)
+	asm, err := raid.CheckAssembly(sbs)
 	if asm == nil || (err != nil && !o.Degraded) {
 		if err != nil && asm != nil {
 			err = fmt.Errorf("%w (or assemble with --degraded to run without them)", err)
@@ -176,26 +177,26 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	if asm.Newest.Name != name {
 		return fail(fmt.Errorf("the members belong to array %q, not %q: assemble them as %s", asm.Newest.Name, name, asm.Newest.Name))
 	}
-	byPath := map[string]*Member{}
+	byPath := map[string]*raid.Member{}
 	for _, m := range opened {
 		byPath[m.Path] = m
 	}
 	if err := checkSizes(&asm.Newest, asm, byPath); err != nil && !plant.Is("E") {
 		return fail(err)
 	}
-	members := make([]*Member, len(asm.Members))
+	members := make([]*raid.Member, len(asm.Members))
 	for i, ms := range asm.Members {
 		if ms.SB != nil {
 			members[i] = byPath[ms.Path]
 			delete(byPath, ms.Path)
 		}
 	}
-	var spares []*Member
+	var spares []*raid.Member
 	for _, ms := range asm.Spares {
 		spares = append(spares, byPath[ms.Path])
 		delete(byPath, ms.Path)
 	}
-	replacing := map[uint32]*Member{}
+	replacing := map[uint32]*raid.Member{}
 	for _, ms := range asm.Replacing {
 		replacing[ms.SB.Index] = byPath[ms.Path]
 		delete(byPath, ms.Path)
@@ -225,15 +226,15 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 // checkSizes refuses an assembly in which a device that would serve holds less than the array's
 // data area: it would fail only at its first I/O beyond its end, or serve another device's
 // bytes. Nothing has been written yet.
-func checkSizes(ref *Superblock, asm *Assembly, byPath map[string]*Member) error {
+func checkSizes(ref *raid.Superblock, asm *raid.Assembly, byPath map[string]*raid.Member) error {
 	need := int64(ref.DataOffset + ref.DataSize)
 	var errs []error
-	check := func(ms MemberSB) {
+	check := func(ms raid.MemberSB) {
 		if m := byPath[ms.Path]; ms.SB != nil && m != nil && m.Size < need {
 			errs = append(errs, fmt.Errorf("member %s (index %d): %w: it holds %d bytes, but the array's data ends at %d "+
 				"(data offset %d + data size %d): it shrank or is not the device that was in the array; "+
 				"leave it out (assemble --degraded) and add a device of at least %d bytes",
-				ms.Path, ms.SB.Index, ErrTooSmall, m.Size, need, ref.DataOffset, ref.DataSize, need))
+				ms.Path, ms.SB.Index, raid.ErrTooSmall, m.Size, need, ref.DataOffset, ref.DataSize, need))
 		}
 	}
 	for _, ms := range asm.Members {
@@ -251,11 +252,11 @@ func checkSizes(ref *Superblock, asm *Assembly, byPath map[string]*Member) error
 	return nil
 }
 
-// NewArray serves members just written by Create (spares among them).
-func NewArray(members []*Member, sbs []*Superblock, o Options) (*Array, error) {
-	var slots, spares []*Member
+// NewArray serves members just written by raid.Create (spares among them).
+func NewArray(members []*raid.Member, sbs []*raid.Superblock, o Options) (*Array, error) {
+	var slots, spares []*raid.Member
 	for i, m := range members {
-		if sbs[i].Role == RoleSpare {
+		if sbs[i].Role == raid.RoleSpare {
 			spares = append(spares, m)
 		} else {
 			slots = append(slots, m)
@@ -270,13 +271,13 @@ func NewArray(members []*Member, sbs []*Superblock, o Options) (*Array, error) {
 type layout struct {
 	fresh      bool
 	rebuilding []uint32
-	spares     []*Member
-	replacing  map[uint32]*Member // slot -> its replacement, of a replace under way
+	spares     []*raid.Member
+	replacing  map[uint32]*raid.Member // slot -> its replacement, of a replace under way
 }
 
 // newArray serves members.
-func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, error) {
-	m, err := MapOf(&sb)
+func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (*Array, error) {
+	m, err := raid.MapOf(&sb)
 	if err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
 	}
@@ -291,11 +292,11 @@ func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, er
 		dataOff:  make([]int64, len(members)),
 		tags:     make([][]tagState, o.Queues),
 		readTurn: make([]uint32, o.Queues),
-		shadows:  make([]atomic.Pointer[Member], len(members)),
+		shadows:  make([]atomic.Pointer[raid.Member], len(members)),
 		refilled: make([]atomic.Uint32, len(members)),
 		holes:    make([]*os.File, len(members)),
 
-		shadowMembers: make([]*Member, len(members)),
+		shadowMembers: make([]*raid.Member, len(members)),
 		events:        newEventQueue(),
 	}
 	for i, mem := range members {
@@ -334,7 +335,7 @@ func newArray(sb Superblock, members []*Member, o Options, l layout) (*Array, er
 	}
 	a.spares = l.spares
 	// A clean stop marks the members clean; dirty ones were not stopped.
-	a.unclean.Store(sb.State == StateDirty)
+	a.unclean.Store(sb.State == raid.StateDirty)
 	if sb.Level.Redundant() {
 		if l.fresh {
 			a.regions, err = newRegionMap(a, &sb)
@@ -438,7 +439,7 @@ func (a *Array) MarkDirty() error {
 			return err
 		}
 	}
-	if err := a.writeSuperblocks(StateDirty); err != nil {
+	if err := a.writeSuperblocks(raid.StateDirty); err != nil {
 		return err
 	}
 	if a.syncer != nil && !a.syncer.resumeRebuild() {
@@ -459,17 +460,17 @@ func (a *Array) MarkClean() error {
 			return err
 		}
 	}
-	return a.writeSuperblocks(StateClean)
+	return a.writeSuperblocks(raid.StateClean)
 }
 
 // writeSuperblocks bumps the event counter and writes the superblock of every active member, so
 // a member that was not written (failed or missing) reads as stale at the next assemble.
-func (a *Array) writeSuperblocks(st State) error { return a.writeSuperblocksAs(st, false) }
+func (a *Array) writeSuperblocks(st raid.State) error { return a.writeSuperblocksAs(st, false) }
 
 // writeSuperblocksAs is writeSuperblocks; whole records that the array is whole again as of this
-// update (Superblock.WholeEvents), which must be on disk before the region map forgets what was
-// written while a member was out.
-func (a *Array) writeSuperblocksAs(st State, whole bool) error {
+// update (raid.Superblock.WholeEvents), which must be on disk before the region map forgets what
+// was written while a member was out.
+func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 	a.sbMu.Lock()
 	defer a.sbMu.Unlock()
 	seq := a.failSeq.Load() // the failures this write records, if it reaches a member
@@ -485,13 +486,13 @@ func (a *Array) writeSuperblocksAs(st State, whole bool) error {
 	defer a.membersMu.Unlock()
 	// The slot table every member gets names the devices this update keeps in service, so that
 	// a member a crash leaves one update behind is told from one whose failure it records.
-	sbs := make([]*Superblock, len(a.members))
+	sbs := make([]*raid.Superblock, len(a.members))
 	slots := make([]uint64, len(a.members))
 	for i, m := range a.members {
 		if m == nil || !a.writable(i) {
 			continue
 		}
-		sb, err := ReadSuperblock(m.File)
+		sb, err := raid.ReadSuperblock(m.File)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
 			continue
@@ -507,11 +508,11 @@ func (a *Array) writeSuperblocksAs(st State, whole bool) error {
 			continue
 		}
 		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
-		sb.Role = RoleActive
+		sb.Role = raid.RoleActive
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
-			sb.Role = RoleRebuilding
+			sb.Role = raid.RoleRebuilding
 		}
-		if err := WriteSuperblock(m.File, sb); err != nil {
+		if err := raid.WriteSuperblock(m.File, sb); err != nil {
 			a.fail(i, err)
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
 			continue
@@ -525,11 +526,11 @@ func (a *Array) writeSuperblocksAs(st State, whole bool) error {
 	// Spares carry the events too, so that a spare of this array is told apart from one of an
 	// older incarnation; their failure only drops them.
 	for _, sp := range a.spares {
-		sb, err := ReadSuperblock(sp.File)
+		sb, err := raid.ReadSuperblock(sp.File)
 		if err == nil {
-			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, RoleSpare, 0, a.sb.Slots
+			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, raid.RoleSpare, 0, a.sb.Slots
 			sb.WholeEvents = a.sb.WholeEvents
-			err = WriteSuperblock(sp.File, sb)
+			err = raid.WriteSuperblock(sp.File, sb)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("spare %s: %w", sp.Path, err))
@@ -549,7 +550,7 @@ func (a *Array) recordFailures() error {
 	defer a.recordMu.Unlock()
 	for !a.failuresRecorded() {
 		before := a.recordedSeq.Load()
-		err := a.writeSuperblocks(StateDirty)
+		err := a.writeSuperblocks(raid.StateDirty)
 		if a.recordedSeq.Load() == before {
 			if err == nil {
 				err = errors.New("no member in service")
@@ -626,7 +627,7 @@ func (a *Array) Close() error {
 	}
 	a.membersMu.Lock()
 	defer a.membersMu.Unlock()
-	for _, list := range [][]*Member{a.members, a.spares, a.shadowMembers, a.retired} {
+	for _, list := range [][]*raid.Member{a.members, a.spares, a.shadowMembers, a.retired} {
 		for _, m := range list {
 			if m != nil {
 				errs = append(errs, m.Close())
@@ -645,14 +646,14 @@ func (a *Array) Close() error {
 func (a *Array) Map() *mapping.Map { return a.m }
 
 // Superblock returns a copy of the array's newest superblock.
-func (a *Array) Superblock() Superblock {
+func (a *Array) Superblock() raid.Superblock {
 	a.sbMu.Lock()
 	defer a.sbMu.Unlock()
 	return a.sb
 }
 
 // Members returns the member slots; nil entries are missing.
-func (a *Array) Members() []*Member { return a.members }
+func (a *Array) Members() []*raid.Member { return a.members }
 
 // DrainDiscards waits until every discard queued so far has reached the members.
 func (a *Array) DrainDiscards() { a.engine.Drain() }

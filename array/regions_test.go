@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"uraid/internal/testutil"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/region"
 	"uraid/ublk"
 )
@@ -22,7 +23,7 @@ func memberMap(t *testing.T, a *Array, paths []string) *region.Map {
 	sb := a.Superblock()
 	var areas [][]byte
 	for _, p := range paths {
-		f, err := os.Open(p) // not OpenMember: the array holds the members' locks
+		f, err := os.Open(p) // not raid.OpenMember: the array holds the members' locks
 		require.NoError(t, err)
 		buf := make([]byte, int(sb.DataOffset)-mapAreaOffset)
 		_, err = f.ReadAt(buf, mapAreaOffset)
@@ -42,7 +43,7 @@ func memberMap(t *testing.T, a *Array, paths []string) *region.Map {
 func TestArrayWriteIntent(t *testing.T) {
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
 	require.NoError(t, err)
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}})
 	require.NoError(t, err)
@@ -104,7 +105,7 @@ func TestArrayTrimNotified(t *testing.T) {
 	t.Run("async", func(t *testing.T) {
 		dir := testutil.MemDir(t)
 		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-		ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
+		ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
 		require.NoError(t, err)
 		held := newHeldTrims()
 		a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"uraid/internal/plant"
 	"uraid/internal/verify"
+	"uraid/raid"
 	"uraid/region"
 	"uraid/ublk"
 )
@@ -28,7 +29,7 @@ import (
 // covers every write that arrived meanwhile, and is resumed on its queue goroutine after it.
 
 // mapAreaOffset is where a member's region map starts: right after its superblock.
-const mapAreaOffset = SuperblockOffset + SuperblockSize
+const mapAreaOffset = raid.SuperblockOffset + raid.SuperblockSize
 
 // A region goes back to in sync once no write has ended in it for mapIdle (as md's default bitmap
 // delay): much shorter, and a region written every few seconds bounces between dirty and clean,
@@ -89,7 +90,7 @@ type regions struct {
 // loadRegions reads the map from every member in slots and merges the copies. An array whose
 // members carry no map (made before region maps, or wiped) gets a new one: every region in sync
 // when the superblocks say the array stopped cleanly, every region dirty (a full resync) when not.
-func loadRegions(a *Array, sb *Superblock) (*regions, error) {
+func loadRegions(a *Array, sb *raid.Superblock) (*regions, error) {
 	area := int64(sb.DataOffset) - mapAreaOffset
 	rs, err := region.ChooseRegionSize(a.m.Size(), area)
 	if err != nil {
@@ -101,7 +102,7 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 		if mem == nil || !a.writable(i) {
 			continue
 		}
-		buf := alignedBytes(int(g.AreaBytes()))
+		buf := raid.AlignedBytes(int(g.AreaBytes()))
 		if _, err := mem.File.ReadAt(buf, mapAreaOffset); err != nil {
 			return nil, fmt.Errorf("member %s: read region map: %w", mem.Path, err)
 		}
@@ -113,7 +114,7 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 		// Without a map nothing says what was written while a member was away, or what was
 		// being written when the array stopped uncleanly: then every region must be resynced.
 		initial := region.InSync
-		if sb.State == StateDirty || a.Degraded() {
+		if sb.State == raid.StateDirty || a.Degraded() {
 			initial = region.Dirty
 		}
 		if m, err = region.New(g, initial); err != nil {
@@ -131,7 +132,7 @@ func loadRegions(a *Array, sb *Superblock) (*regions, error) {
 
 // newRegionMap is the map of a new array: no region holds data of the array's user yet, so every
 // region counts as trimmed: a check has nothing to compare there and a rebuild nothing to copy.
-func newRegionMap(a *Array, sb *Superblock) (*regions, error) {
+func newRegionMap(a *Array, sb *raid.Superblock) (*regions, error) {
 	rs, err := region.ChooseRegionSize(a.m.Size(), int64(sb.DataOffset)-mapAreaOffset)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func newRegions(a *Array, m *region.Map) *regions {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		blocks:    make([]region.Block, 0, m.Blocks()),
-		buf:       alignedBytes(region.BlockSize),
+		buf:       raid.AlignedBytes(region.BlockSize),
 	}
 	g.cond.L = &g.mu
 	for i := range g.freeTrims {
@@ -233,7 +234,7 @@ func (g *regions) lazy(idle time.Duration) {
 }
 
 // writeWhole writes a whole copy of the map to every member and to m, a device about to join.
-func (g *regions) writeWhole(m *Member) error {
+func (g *regions) writeWhole(m *raid.Member) error {
 	return g.flushTo(region.FlushAll, m)
 }
 
@@ -262,7 +263,7 @@ func (g *regions) rejoin(settled []bool) error {
 func (g *regions) flush(mode region.FlushMode) error { return g.flushTo(mode, nil) }
 
 // flushTo is flush, writing also to extra (a device about to join) when it is not nil.
-func (g *regions) flushTo(mode region.FlushMode, extra *Member) error {
+func (g *regions) flushTo(mode region.FlushMode, extra *raid.Member) error {
 	g.flushMu.Lock()
 	defer g.flushMu.Unlock()
 	for {
@@ -275,8 +276,8 @@ func (g *regions) flushTo(mode region.FlushMode, extra *Member) error {
 		hit(FailpointMapFlush)
 		wrote := 0
 		g.a.membersMu.Lock()
-		members := append([]*Member(nil), g.a.members...)
-		shadows := append([]*Member(nil), g.a.shadowMembers...)
+		members := append([]*raid.Member(nil), g.a.members...)
+		shadows := append([]*raid.Member(nil), g.a.shadowMembers...)
 		g.a.membersMu.Unlock()
 		if extra != nil {
 			if err := g.writeBlocks(extra, blocks); err != nil {
@@ -347,7 +348,7 @@ func (g *regions) flushTo(mode region.FlushMode, extra *Member) error {
 }
 
 // writeBlocks writes the flush's blocks to one member, each durable before the call returns.
-func (g *regions) writeBlocks(m *Member, blocks []region.Block) error {
+func (g *regions) writeBlocks(m *raid.Member, blocks []region.Block) error {
 	for _, b := range blocks {
 		copy(g.buf, b.Data)
 		n, err := unix.Pwritev2(int(m.File.Fd()), [][]byte{g.buf}, mapAreaOffset+b.Offset, unix.RWF_DSYNC)

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"uraid/internal/testutil"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/region"
 	"uraid/ublk"
 )
@@ -31,7 +32,7 @@ type mirror struct {
 func newMirror(t *testing.T) *mirror {
 	dir := testutil.MemDir(t)
 	m := &mirror{t: t, paths: []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}, clk: clock.NewVirtual(time.Unix(0, 0))}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths})
 	require.NoError(t, err)
 	m.a, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: m.clk})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"encoding/json"
@@ -9,11 +9,12 @@ import (
 
 	"uraid/discard"
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // TestEngineConfigExclusive checks each member's TRIM settings, and that status reports the same
 // ones the engine runs with. The members are files dressed as the kinds of disk a test without
-// root cannot open; engineConfig only reads the flags OpenMember probes.
+// root cannot open; engineConfig only reads the flags raid.OpenMember probes.
 func TestEngineConfigExclusive(t *testing.T) {
 	type kind struct{ block, rotational, ata bool }
 	var (
@@ -151,13 +152,13 @@ func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
 	assert.Contains(t, fields.Members[1], "discard_granularity_bytes", "field names are schema 1 (docs/cli.md)")
 }
 
-func readSuperblocks(t *testing.T, paths []string) []*Superblock {
+func readSuperblocks(t *testing.T, paths []string) []*raid.Superblock {
 	t.Helper()
-	var out []*Superblock
+	var out []*raid.Superblock
 	for _, p := range paths {
-		m, err := OpenMember(p)
+		m, err := raid.OpenMember(p)
 		require.NoError(t, err)
-		sb, err := ReadSuperblock(m.File)
+		sb, err := raid.ReadSuperblock(m.File)
 		m.Close()
 		require.NoError(t, err)
 		out = append(out, sb)

@@ -1,14 +1,15 @@
-package raid
+package array
 
 import (
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil/raidtest"
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // rewindEvents sets the events of the member at path back by one, as a crash that stopped a
@@ -18,10 +19,10 @@ func rewindEvents(t *testing.T, path string) uint64 {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	require.NoError(t, err)
 	defer f.Close()
-	sb, err := ReadSuperblock(f)
+	sb, err := raid.ReadSuperblock(f)
 	require.NoError(t, err)
 	sb.Events--
-	require.NoError(t, WriteSuperblock(f, sb))
+	require.NoError(t, raid.WriteSuperblock(f, sb))
 	return sb.Events
 }
 
@@ -45,43 +46,13 @@ func TestAssembleAfterTornSuperblockUpdate(t *testing.T) {
 	require.NoError(t, a.MarkDirty())
 	require.NoError(t, a.FailMember(paths[1]))
 	require.NoError(t, a.Close())
-	require.Equal(t, superblockEvents(t, paths[0]), superblockEvents(t, paths[1])+1, "the update that recorded the failure is m1's only one missed")
+	require.Equal(t, raidtest.Superblock(t, paths[0]).Events, raidtest.Superblock(t, paths[1]).Events+1, "the update that recorded the failure is m1's only one missed")
 
 	_, err = Assemble("t", paths, o)
-	require.ErrorIs(t, err, ErrStaleMember, "m1's failure is on record: it is stale")
+	require.ErrorIs(t, err, raid.ErrStaleMember, "m1's failure is on record: it is stale")
 	o.Degraded = true
 	a, err = Assemble("t", paths, o)
 	require.NoError(t, err)
 	defer a.Close()
 	assert.True(t, a.Degraded(), "runs without m1")
-}
-
-// TestOpenMemberWaitsForAHolderGoingAway: a member file another holder has locked is opened once
-// that holder lets go, within BusyWait: a killed daemon's io_uring rings keep its members open
-// for a moment after it is gone, and its successor must not take that for a live holder. (Found
-// by the robustness harness: assemble after a kill found a member "in use".)
-func TestOpenMemberWaitsForAHolderGoingAway(t *testing.T) {
-	p := blank(t, "held")
-	holder, err := OpenMember(p)
-	require.NoError(t, err)
-	opened := make(chan error, 1)
-	go func() {
-		m, err := OpenMember(p)
-		if err == nil {
-			m.Close()
-		}
-		opened <- err
-	}()
-	time.Sleep(20 * time.Millisecond) // the second open is most likely waiting by now
-	require.NoError(t, holder.Close())
-	require.NoError(t, <-opened)
-
-	holder, err = OpenMember(p)
-	require.NoError(t, err)
-	defer holder.Close()
-	old := BusyWait
-	BusyWait = 0
-	defer func() { BusyWait = old }()
-	_, err = OpenMember(p)
-	require.ErrorIs(t, err, ErrMemberBusy, "a holder that stays is still refused")
 }

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkArrayRequests(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			dir := b.TempDir()
 			paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-			ms, sbs, err := Create(CreateOptions{Name: "b", Level: mapping.RAID1, Size: 256 * mib, Members: paths})
+			ms, sbs, err := raid.Create(raid.CreateOptions{Name: "b", Level: mapping.RAID1, Size: 256 * mib, Members: paths})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -20,10 +20,14 @@ import (
 	"uraid/internal/testutil"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
-const harnessMaxIO = 256 << 10
+const (
+	mib          = 1 << 20
+	harnessMaxIO = 256 << 10
+)
 
 type arrayCase struct {
 	level  mapping.Level
@@ -53,7 +57,7 @@ func createArray(t *testing.T, c arrayCase, mode string) (*Array, []string) {
 	for i := range c.n {
 		paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
 	}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Layout: c.layout, Chunk: c.chunk, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: c.level, Layout: c.layout, Chunk: c.chunk, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: mode}})
 	require.NoError(t, err)
@@ -219,7 +223,7 @@ func TestArrayMirrorFailover(t *testing.T) {
 			require.NoError(t, a.Close())
 
 			_, err = Assemble("t", paths, Options{Queues: 1, Depth: 8})
-			require.ErrorIs(t, err, ErrStaleMember)
+			require.ErrorIs(t, err, raid.ErrStaleMember)
 			assert.Contains(t, err.Error(), paths[1])
 			b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8, Degraded: true})
 			require.NoError(t, err)
@@ -238,7 +242,7 @@ func TestAssembleRefuses(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `belong to array "t"`)
 	_, err = Assemble("t", paths[:1], Options{Queues: 1, Depth: 8})
-	require.ErrorIs(t, err, ErrMissingMember)
+	require.ErrorIs(t, err, raid.ErrMissingMember)
 	_, err = Assemble("t", paths[:1], Options{Queues: 1, Depth: 8, Degraded: true})
 	require.ErrorIs(t, err, ErrArrayFailed, "raid0 cannot run without a member")
 	_, err = Assemble("t", paths, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "lazy"}})
@@ -332,7 +336,7 @@ func TestArrayReadsAvoidPendingTrims(t *testing.T) {
 	c := arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0}
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: c.level, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
 	// The gap keeps member 0's second TRIM queued after its first until the test moves the clock.
 	clk := clock.NewManual(time.Unix(0, 0))
@@ -385,7 +389,7 @@ func newHeldTrims() *heldTrims {
 	return &heldTrims{entered: make(chan struct{}, 64), hold: make(chan struct{}, 64)}
 }
 
-func (h *heldTrims) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+func (h *heldTrims) issuer(m *raid.Member, dataOff int64, inflight int) (discard.Issuer, error) {
 	return discardtest.Blocking(func(off, n int64) error {
 		h.entered <- struct{}{}
 		<-h.hold
@@ -406,7 +410,7 @@ func (h *heldTrims) wait(t *testing.T, n int) {
 func TestArrayParksAroundTrims(t *testing.T) {
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
 	held := newHeldTrims()
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	"uraid/discard"
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // Pacing knobs of the discard engine, per array.
@@ -93,7 +94,7 @@ type memberTrim struct {
 }
 
 // memberTrim picks m's TRIM settings from what the member is and what was asked.
-func (o DiscardOptions) memberTrim(m *Member) memberTrim {
+func (o DiscardOptions) memberTrim(m *raid.Member) memberTrim {
 	listed := false
 	for _, p := range o.Exclusive {
 		listed = listed || samePath(m.Path, p)
@@ -189,7 +190,7 @@ func (a *Array) trimDone(key uint64, trimmed bool) {
 // the array starts with and a device that takes the slot later (rebuild, replace) both get theirs
 // here, so that they cannot drift apart. A device that reports no discard granularity cannot take
 // TRIMs and gets no issuer, even in a slot whose first device could.
-func (a *Array) memberConfig(i int, m *Member, o DiscardOptions) (discard.Member, error) {
+func (a *Array) memberConfig(i int, m *raid.Member, o DiscardOptions) (discard.Member, error) {
 	mc := discard.Member{MinGap: o.MinGap}
 	if m == nil || a.gran[i].Bytes == 0 || m.DiscardGranularity == 0 {
 		return mc, nil

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"log/slog"
@@ -13,6 +13,7 @@ import (
 
 	"uraid/internal/testutil"
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // TestLogInjected: the array logs to Options.Log, each record tagged with its name, a failure at
@@ -21,7 +22,7 @@ func TestLogInjected(t *testing.T) {
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
 	spare := filepath.Join(dir, "s0")
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths, Spares: []string{spare}})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths, Spares: []string{spare}})
 	require.NoError(t, err)
 	var logged testutil.LogBuffer
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: newVirtual(), Log: slog.New(slog.NewTextHandler(&logged, nil))})

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"uraid/internal/testutil"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/raid"
 )
 
 // newMirrorWith is newMirror with spares.
@@ -33,7 +34,7 @@ func newMirrorIn(t *testing.T, dir string, spares int) *mirror {
 	for i := range spares {
 		sp = append(sp, filepath.Join(dir, "s"+string(rune('0'+i))))
 	}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths, Spares: sp})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: m.paths, Spares: sp})
 	require.NoError(t, err)
 	m.a, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: m.clk})
 	require.NoError(t, err)
@@ -160,7 +161,7 @@ func TestReplace(t *testing.T) {
 	assert.Equal(t, fresh, st.Members[1].Path)
 	assert.Equal(t, "active", st.Members[1].State)
 	assert.Equal(t, StateNameActive, st.State, "redundant throughout")
-	old, err := OpenMember(m.paths[1])
+	old, err := raid.OpenMember(m.paths[1])
 	require.NoError(t, err, "the old device is let go")
 	old.Close()
 	require.NoError(t, m.a.FailMember(m.paths[0]))
@@ -177,14 +178,14 @@ func TestMembershipRefusals(t *testing.T) {
 	small := filepath.Join(testutil.MemDir(t), "small")
 	testutil.SparseFile(t, filepath.Dir(small), "small", 4*mib)
 	_, err := m.a.AddMember(small, false)
-	assert.ErrorIs(t, err, ErrTooSmall)
+	assert.ErrorIs(t, err, raid.ErrTooSmall)
 
 	other := newMirrorIn(t, testutil.MemDir(t), 0)
 	other.h.Close()
 	require.NoError(t, other.a.MarkClean())
 	require.NoError(t, other.a.Close())
 	_, err = m.a.AddMember(other.paths[0], false)
-	assert.ErrorIs(t, err, ErrHasSuperblock)
+	assert.ErrorIs(t, err, raid.ErrHasSuperblock)
 	assert.Equal(t, StateNameDegraded, m.a.Status("", 0).State)
 
 	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
@@ -259,7 +260,7 @@ func TestRebuildEveryLayout(t *testing.T) {
 			for i := range c.n {
 				paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
 			}
-			ms, sbs, err := Create(CreateOptions{Name: "t", Level: c.level, Layout: c.layout, Chunk: c.chunk, Size: 8 * mib, Members: paths})
+			ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: c.level, Layout: c.layout, Chunk: c.chunk, Size: 8 * mib, Members: paths})
 			if err != nil {
 				t.Skipf("layout refused: %v", err)
 			}
@@ -332,7 +333,7 @@ func TestRebuildSourceReadError(t *testing.T) {
 	t.Run("another copy", func(t *testing.T) {
 		dir := testutil.MemDir(t)
 		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
-		ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+		ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 		require.NoError(t, err)
 		a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8})
 		require.NoError(t, err)
@@ -395,10 +396,10 @@ func startPaced(t *testing.T, a *Array, start, then func()) {
 func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1"), filepath.Join(dir, "m2")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
 	held := newHeldTrims()
-	issuer := func(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+	issuer := func(m *raid.Member, dataOff int64, inflight int) (discard.Issuer, error) {
 		if m.Path == paths[0] {
 			return held.issuer(m, dataOff, inflight)
 		}

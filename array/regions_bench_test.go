@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkArrayRandomWrite(b *testing.B) {
 		b.Run(fmt.Sprintf("map=%v", withMap), func(b *testing.B) {
 			dir := b.TempDir()
 			paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-			ms, sbs, err := Create(CreateOptions{Name: "b", Level: mapping.RAID1, Size: 256 * mib, Members: paths})
+			ms, sbs, err := raid.Create(raid.CreateOptions{Name: "b", Level: mapping.RAID1, Size: 256 * mib, Members: paths})
 			if err != nil {
 				b.Fatal(err)
 			}

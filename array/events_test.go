@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"bytes"
@@ -21,8 +21,10 @@ import (
 	"uraid/internal/discardtest"
 	"uraid/internal/failpoint"
 	"uraid/internal/testutil"
+	"uraid/internal/testutil/raidtest"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
@@ -80,7 +82,7 @@ func TestAssembleRefusesMismatchedMember(t *testing.T) {
 		require.NoError(t, os.Truncate(paths[1], need-4096))
 		before := fileSums(t, paths)
 		_, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
-		require.ErrorIs(t, err, ErrTooSmall)
+		require.ErrorIs(t, err, raid.ErrTooSmall)
 		assert.Contains(t, err.Error(), paths[1])
 		assert.Contains(t, err.Error(), "leave it out")
 		assert.Equal(t, before, fileSums(t, paths), "a refused assemble wrote to a member")
@@ -90,14 +92,14 @@ func TestAssembleRefusesMismatchedMember(t *testing.T) {
 		require.NoError(t, a.Close())
 		f, err := os.OpenFile(paths[1], os.O_RDWR, 0)
 		require.NoError(t, err)
-		sb, err := ReadSuperblock(f)
+		sb, err := raid.ReadSuperblock(f)
 		require.NoError(t, err)
 		sb.DataOffset += 1 << 20
-		require.NoError(t, WriteSuperblock(f, sb))
+		require.NoError(t, raid.WriteSuperblock(f, sb))
 		require.NoError(t, f.Close())
 		before := fileSums(t, paths)
 		_, err = Assemble("t", paths, Options{Queues: 1, Depth: 8})
-		require.ErrorIs(t, err, ErrGeometryMismatch)
+		require.ErrorIs(t, err, raid.ErrGeometryMismatch)
 		assert.Contains(t, err.Error(), "data offset")
 		assert.Contains(t, err.Error(), paths[1])
 		assert.Equal(t, before, fileSums(t, paths), "a refused assemble wrote to a member")
@@ -252,17 +254,6 @@ func TestResumedReAddCopiesOnlyWhatItMissed(t *testing.T) {
 	m.readAll(want)
 }
 
-// superblockEvents reads the event count of the superblock on the member file at path.
-func superblockEvents(t *testing.T, path string) uint64 {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sb, err := ReadSuperblock(f)
-	require.NoError(t, err)
-	return sb.Events
-}
-
 // TestWriteAfterFailWaitsForTheRecord: a write served after a member is out of service, before
 // its failure is in the superblocks, is acknowledged only once the superblocks say so: a crash
 // then cannot bring the member back as current without the write. (Such a write was
@@ -279,7 +270,7 @@ func TestWriteAfterFailWaitsForTheRecord(t *testing.T) {
 		}
 		copy(m.h.Buf(0), bytes.Repeat([]byte{0x33}, 4096))
 		_, werr = m.h.Do(ublk.HarnessRequest{Op: ublk.OpWrite, Offset: 0, Length: 4096})
-		acked, failedAt = superblockEvents(t, m.paths[0]), superblockEvents(t, m.paths[1])
+		acked, failedAt = raidtest.Superblock(t, m.paths[0]).Events, raidtest.Superblock(t, m.paths[1]).Events
 	})
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	require.NoError(t, werr)
@@ -305,7 +296,7 @@ func TestFlushAfterFailWaitsForTheRecord(t *testing.T) {
 			return
 		}
 		res, ferr = m.h.Do(ublk.HarnessRequest{Op: ublk.OpFlush})
-		acked, failedAt = superblockEvents(t, m.paths[0]), superblockEvents(t, m.paths[1])
+		acked, failedAt = raidtest.Superblock(t, m.paths[0]).Events, raidtest.Superblock(t, m.paths[1]).Events
 	})
 	require.NoError(t, m.a.FailMember(m.paths[1]))
 	require.NoError(t, ferr)
@@ -356,7 +347,7 @@ func (g *trimGates) gate(path string) chan struct{} {
 	return g.gates[path]
 }
 
-func (g *trimGates) issuer(m *Member, dataOff int64, inflight int) (discard.Issuer, error) {
+func (g *trimGates) issuer(m *raid.Member, dataOff int64, inflight int) (discard.Issuer, error) {
 	return discardtest.Blocking(func(off, n int64) error {
 		g.in <- m.Path
 		<-g.gate(m.Path)
@@ -369,7 +360,7 @@ func gatedMirror(t *testing.T) (*Array, *ublk.Harness, []string, *trimGates) {
 	t.Helper()
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := Create(CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
 	require.NoError(t, err)
 	g := &trimGates{gates: map[string]chan struct{}{}, in: make(chan string, 16)}
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: g.issuer})
@@ -637,8 +628,8 @@ func TestAddClaimsItsSlotAfterTheCheckpoint(t *testing.T) {
 					return
 				}
 				defer f.Close()
-				sb, err := ReadSuperblock(f)
-				if err == nil && sb.Index == 1 && sb.Role != RoleSpare && sb.Events >= m.a.Superblock().Events {
+				sb, err := raid.ReadSuperblock(f)
+				if err == nil && sb.Index == 1 && sb.Role != raid.RoleSpare && sb.Events >= m.a.Superblock().Events {
 					claimed = fmt.Errorf("it claims slot 1 as %v at events %d, the array's", sb.Role, sb.Events)
 				}
 			})

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"uraid/internal/blkdiscard"
 	"uraid/internal/plant"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/region"
 )
 
@@ -44,7 +45,7 @@ var (
 // rebuildTarget is what a rebuild fills.
 type rebuildTarget struct {
 	slot int
-	dev  *Member // the device written: the slot's own, or the replacement (shadow)
+	dev  *raid.Member // the device written: the slot's own, or the replacement (shadow)
 	// shadow: a replace, the slot's old device still serving beside dev.
 	shadow bool
 	// onlyResync: a member that comes back; only the regions written while it was away.
@@ -96,7 +97,7 @@ func (a *Array) FailMember(path string) error {
 	}
 	a.syncer.cancelRebuildOf(i)
 	a.fail(i, errors.New("failed by the administrator"))
-	return a.writeSuperblocks(StateDirty) // it reads as stale from now on
+	return a.writeSuperblocks(raid.StateDirty) // it reads as stale from now on
 }
 
 // readableWithout reports whether every byte keeps a working copy without member i. It asks of
@@ -173,7 +174,7 @@ func (a *Array) RemoveMember(path string) error {
 
 // keepNumber lets go of m's device but keeps its descriptor number as slot i's hole; membersMu
 // held.
-func (a *Array) keepNumber(i int, m *Member) error {
+func (a *Array) keepNumber(i int, m *raid.Member) error {
 	ph, err := os.OpenFile("/", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -201,43 +202,43 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 	if a.spareOrReplacement(path) {
 		return "", fmt.Errorf("array %s: %s is a spare or a replacement of the array already", a.Name, path)
 	}
-	m, err := OpenMember(path)
+	m, err := raid.OpenMember(path)
 	if err != nil {
 		return "", err
 	}
 	need := int64(a.sb.DataOffset + a.sb.DataSize)
 	if m.Size < need {
 		m.Close()
-		return "", fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, ErrTooSmall, m.Size, need)
+		return "", fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, raid.ErrTooSmall, m.Size, need)
 	}
-	sb, err := ReadSuperblock(m.File)
+	sb, err := raid.ReadSuperblock(m.File)
 	readd, unfinished, before := -1, false, false
 	switch {
 	case err == nil && sb.ArrayUUID == a.sb.ArrayUUID:
-		if sb.Role != RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
+		if sb.Role != raid.RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
 			readd = int(sb.Index) // it left and comes back to its slot
 			// A member that left in the middle of its rebuild holds only part of the array:
 			// the map's regions written meanwhile are not all it misses. Nor are they for one
 			// that left before the array was last made whole again: the map has forgotten
 			// what was written between its leaving and then.
-			unfinished = sb.Role == RoleRebuilding
+			unfinished = sb.Role == raid.RoleRebuilding
 			before = sb.Events < a.sb.WholeEvents
 		}
 	case err == nil && !force:
 		m.Close()
 		return "", fmt.Errorf("array %s: %s: %w of array %q (%s); give --force to use it here, losing what it holds",
-			a.Name, path, ErrHasSuperblock, sb.Name, sb.ArrayUUID)
-	case err != nil && !errors.Is(err, ErrNotMember) && !force:
+			a.Name, path, raid.ErrHasSuperblock, sb.Name, sb.ArrayUUID)
+	case err != nil && !errors.Is(err, raid.ErrNotMember) && !force:
 		m.Close()
 		return "", fmt.Errorf("array %s: %s: %w; give --force to overwrite it", a.Name, path, err)
 	}
-	if err == nil && readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != RoleSpare {
+	if err == nil && readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != raid.RoleSpare {
 		m.Close()
 		return "", fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
 	}
-	if fs := filesystemOn(m.File); fs != "" && err != nil && !force {
+	if fs := raid.FilesystemOn(m.File); fs != "" && err != nil && !force {
 		m.Close()
-		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, ErrHasFilesystem, fs)
+		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, raid.ErrHasFilesystem, fs)
 	}
 	if readd >= 0 {
 		if err := a.startRebuild(readd, m, false, !unfinished && !before); err != nil {
@@ -288,16 +289,16 @@ func (a *Array) ReplaceMember(old, new string, force bool) error {
 	if a.slotOf(new) >= 0 || a.spareOrReplacement(new) {
 		return fmt.Errorf("array %s: %s is in the array already; give a device that is not", a.Name, new)
 	}
-	m, err := OpenMember(new)
+	m, err := raid.OpenMember(new)
 	if err != nil {
 		return err
 	}
 	need := int64(a.sb.DataOffset + a.sb.DataSize)
 	if m.Size < need {
 		m.Close()
-		return fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, new, ErrTooSmall, m.Size, need)
+		return fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, new, raid.ErrTooSmall, m.Size, need)
 	}
-	if err := checkFresh(m, force); err != nil {
+	if err := raid.CheckFresh(m, force); err != nil {
 		m.Close()
 		return err
 	}
@@ -370,20 +371,20 @@ func (a *Array) memberList() string {
 }
 
 // writeSpare gives m a spare's superblock of this array.
-func (a *Array) writeSpare(m *Member) error {
+func (a *Array) writeSpare(m *raid.Member) error {
 	sb := a.Superblock()
-	id, err := NewUUID()
+	id, err := raid.NewUUID()
 	if err != nil {
 		return err
 	}
-	sb.MemberUUID, sb.Index, sb.Role = id, 0, RoleSpare
-	return WriteSuperblock(m.File, &sb)
+	sb.MemberUUID, sb.Index, sb.Role = id, 0, raid.RoleSpare
+	return raid.WriteSuperblock(m.File, &sb)
 }
 
 // release lets go of m after a rebuild onto it failed to start: it is closed, unless it took a
 // slot (its descriptor is the slot's now, and stays open with it) or is a replace's target
 // (requests may hold its descriptor; it closes with the array).
-func (a *Array) release(m *Member) {
+func (a *Array) release(m *raid.Member) {
 	a.membersMu.Lock()
 	defer a.membersMu.Unlock()
 	if slices.Contains(a.members, m) {
@@ -401,25 +402,25 @@ func (a *Array) release(m *Member) {
 }
 
 // startRebuild puts m in slot i (or beside it, shadow) and starts the rebuild; adminMu held.
-func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
+func (a *Array) startRebuild(i int, m *raid.Member, shadow, onlyResync bool) error {
 	if a.syncer.busyWith() != "" {
 		if err := a.syncer.yieldTo(SyncRebuild); err != nil {
 			return err
 		}
 	}
 	sb := a.Superblock()
-	sb.Index, sb.Role = uint32(i), RoleRebuilding
+	sb.Index, sb.Role = uint32(i), raid.RoleRebuilding
 	if !onlyResync {
-		id, err := NewUUID()
+		id, err := raid.NewUUID()
 		if err != nil {
 			return err
 		}
 		sb.MemberUUID = id
-	} else if old, err := ReadSuperblock(m.File); err == nil {
+	} else if old, err := raid.ReadSuperblock(m.File); err == nil {
 		sb.MemberUUID = old.MemberUUID
 	}
 	claim := func() error {
-		if err := WriteSuperblock(m.File, &sb); err != nil {
+		if err := raid.WriteSuperblock(m.File, &sb); err != nil {
 			return fmt.Errorf("member %s: %w", m.Path, err)
 		}
 		return nil
@@ -465,7 +466,7 @@ func (a *Array) startRebuild(i int, m *Member, shadow, onlyResync bool) error {
 			a.state[i].Store(int32(MemberFailed))
 			return err
 		}
-		if err := a.writeSuperblocks(StateDirty); err != nil {
+		if err := a.writeSuperblocks(raid.StateDirty); err != nil {
 			return err
 		}
 	} else {
@@ -626,7 +627,7 @@ func (s *syncer) wholeOn(t rebuildTarget, r int) (bool, error) {
 // target. A source that fails is failed and the next tried; with none left the rebuild fails.
 func (s *syncer) copyTo(j *syncJob, t rebuildTarget, dst mapping.Extent, src []mapping.Extent) error {
 	if len(j.bufs) == 0 {
-		j.bufs = append(j.bufs, alignedBytes(syncStep))
+		j.bufs = append(j.bufs, raid.AlignedBytes(syncStep))
 	}
 	buf := j.bufs[0][:dst.Length]
 	for {
@@ -707,7 +708,7 @@ func (a *Array) finishRebuild(t rebuildTarget, settled []bool) error {
 		return fmt.Errorf("rebuild member %d onto %s: it failed meanwhile", t.slot, t.dev.Path)
 	}
 	whole := !a.Degraded()
-	if err := a.writeSuperblocksAs(StateDirty, whole && !plant.Is("readd")); err != nil {
+	if err := a.writeSuperblocksAs(raid.StateDirty, whole && !plant.Is("readd")); err != nil {
 		return err
 	}
 	if whole {
@@ -730,7 +731,7 @@ func (a *Array) finishRebuild(t rebuildTarget, settled []bool) error {
 // request prepared with that number can reach a closed or reused descriptor; m's own
 // descriptor is closed. A slot emptied by a remove kept its number as a hole, which m takes; a
 // slot that never had a device takes m as it is.
-func (a *Array) install(i int, m *Member) error {
+func (a *Array) install(i int, m *raid.Member) error {
 	a.membersMu.Lock()
 	defer a.membersMu.Unlock()
 	num := a.holes[i]
@@ -755,7 +756,7 @@ func (a *Array) install(i int, m *Member) error {
 }
 
 // shadowSet makes m slot i's replacement: from now on every write to slot i reaches it too.
-func (a *Array) shadowSet(i int, m *Member) {
+func (a *Array) shadowSet(i int, m *raid.Member) {
 	a.membersMu.Lock()
 	a.shadowMembers[i] = m
 	a.membersMu.Unlock()
@@ -764,7 +765,7 @@ func (a *Array) shadowSet(i int, m *Member) {
 
 // replacementFailed ends a replace whose new device failed a write: the queue goroutine stops
 // sending it writes at once, and the rest happens off it.
-func (a *Array) replacementFailed(i int, sh *Member, err error) {
+func (a *Array) replacementFailed(i int, sh *raid.Member, err error) {
 	if !a.shadows[i].CompareAndSwap(sh, nil) {
 		return
 	}
@@ -812,7 +813,7 @@ func (a *Array) swapShadow(i int) error {
 	}
 	// The replacement's own number stays open until the array closes: requests prepared with
 	// it before the swap may still be waiting to be submitted. It is the same open file.
-	a.retired = append(a.retired, &Member{Path: sh.Path, File: sh.File})
+	a.retired = append(a.retired, &raid.Member{Path: sh.Path, File: sh.File})
 	nm := *sh
 	nm.File = old.File
 	a.members[i] = &nm

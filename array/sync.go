@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"uraid/internal/clock"
 	"uraid/internal/plant"
 	"uraid/mapping"
+	"uraid/raid"
 	"uraid/region"
 )
 
@@ -596,7 +597,7 @@ func (s *syncer) compare(j *syncJob, r int, copies []mapping.Extent, logical int
 		read = len(copies)
 	}
 	for len(j.bufs) < len(copies) {
-		j.bufs = append(j.bufs, alignedBytes(syncStep))
+		j.bufs = append(j.bufs, raid.AlignedBytes(syncStep))
 	}
 	j.rd.Reset()
 	for _, e := range copies[:read] {

@@ -1,4 +1,4 @@
-package raid
+package array
 
 import (
 	"sync/atomic"
@@ -6,6 +6,7 @@ import (
 
 	"uraid/discard"
 	"uraid/latency"
+	"uraid/raid"
 )
 
 // discardStats counts the array's discard requests as the kernel sent them, and the reads and
@@ -154,7 +155,7 @@ func (a *Array) Status(device string, pid int) Status {
 		st.State = StateNameFailed
 	case a.Degraded():
 		st.State = StateNameDegraded
-	case sb.State == StateDirty:
+	case sb.State == raid.StateDirty:
 		st.State = StateNameActive
 	default:
 		st.State = StateNameClean
