@@ -502,7 +502,7 @@ func (g *regions) trimDone(key uint64, trimmed bool) {
 		// Not a key startTrim gave out, or told twice: an engine bug, and one a region must not
 		// be trimmed over.
 		if verify.On {
-			panic(fmt.Sprintf("raid: discard watch %d told, not watched", key))
+			panic(fmt.Sprintf("array: discard watch %d told, not watched", key))
 		}
 		return
 	}
