@@ -494,7 +494,18 @@ func (w *world) replace(rng *rand.Rand) {
 	old := cands[rng.IntN(len(cands))]
 	d, force := w.spareDisk(rng)
 	if d == "" {
-		return
+		// Every disk is in the array, the blank ones as spares (an add of a blank disk to a
+		// whole array makes a spare): as an operator would, take a spare out to replace with.
+		spares := w.a.Status("", 0).Spares
+		if len(spares) == 0 {
+			return
+		}
+		sp := spares[rng.IntN(len(spares))]
+		if err := w.a.RemoveMember(sp); err != nil {
+			w.logf("remove spare %s to replace with: %v", w.name(sp), firstLine(err))
+			return
+		}
+		d, force = w.name(sp), true
 	}
 	if err := w.a.ReplaceMember(old, w.path(d), force); err != nil {
 		w.logf("replace %s by %s: %v", w.name(old), d, firstLine(err))
