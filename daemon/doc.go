@@ -18,4 +18,9 @@
 // successor.
 //
 // Client is safe for concurrent use. Run or Recover, and Spawn, are called once per process.
+//
+// The daemon owns a process's lifecycle around one array: device, socket, signals, record,
+// metrics and events. It does not touch the array's data path or metadata (package array does,
+// and raid below it): every change to members, sync jobs or the device's contents goes through
+// array's exported calls, so that a daemon and the robustness harness drive the same code.
 package daemon

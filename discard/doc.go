@@ -84,4 +84,9 @@
 // stops every goroutine the engine started and waits for them. A Queue is
 // not safe for concurrent use. With URAID_VERIFY=1 every change of a
 // member's state checks its invariants and panics on the first violation.
+//
+// It owns the order of TRIMs, reads and writes on each member and tells the
+// region map when a watched discard completes (Config.OnTrimmed); it does not
+// know arrays, regions or superblocks: the caller maps requests to member
+// extents (package mapping) and decides what a completion means.
 package discard

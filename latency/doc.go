@@ -3,4 +3,7 @@
 // that a ublk queue goroutine can time every request. A Histogram is safe for concurrent use;
 // a Snapshot read while others record is not atomic as a whole (a sample may be in the count and
 // not yet in the sum), which a scrape tolerates.
+//
+// It only counts: it reads no clock but the monotonic one of Now, exports nothing itself (the
+// daemon's metrics read Snapshots), and knows nothing of what it times.
 package latency

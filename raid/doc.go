@@ -52,4 +52,11 @@
 // keep no state and are safe to call concurrently, but two concurrent
 // writes to the same member's superblock race on the device; the caller
 // that owns a member serialises its superblock updates.
+//
+// # What it does not touch
+//
+// raid never serves an array (package array does: the data path, the
+// region map, sync jobs and membership changes of a running array) and
+// holds no array's state; it writes only superblocks, at create and when
+// a caller asks, and logs nothing.
 package raid

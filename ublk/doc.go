@@ -64,4 +64,8 @@
 // URAID_VERIFY=1 the queue checks its per-tag bookkeeping after every batch
 // and panics on a request completed twice (otherwise the second completion
 // is dropped).
+//
+// ublk owns the conversation with the kernel driver and nothing of what a
+// request means: it never maps, retries or reorders a request, and it never
+// logs; what a Target does with a request is the Target's.
 package ublk
