@@ -404,18 +404,26 @@ func (h *heldTrims) wait(t *testing.T, n int) {
 	}
 }
 
-// TestArrayParksAroundTrims: a write over a TRIM in flight and a read of bytes with a TRIM
-// pending wait for it without blocking the queue (another request completes meanwhile), then go
-// on through the ring: the write is not undone by the TRIM, and the read sees the trimmed bytes.
-func TestArrayParksAroundTrims(t *testing.T) {
+// heldTrimMirror is an async raid1 of two files of size whose TRIMs wait in held until released;
+// it is closed with the test.
+func heldTrimMirror(t *testing.T, size int64) (*Array, *heldTrims) {
+	t.Helper()
 	dir := testutil.MemDir(t)
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 8 * mib, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: size, Members: paths})
 	require.NoError(t, err)
 	held := newHeldTrims()
 	a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})
 	require.NoError(t, err)
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
+	return a, held
+}
+
+// TestArrayParksAroundTrims: a write over a TRIM in flight and a read of bytes with a TRIM
+// pending wait for it without blocking the queue (another request completes meanwhile), then go
+// on through the ring: the write is not undone by the TRIM, and the read sees the trimmed bytes.
+func TestArrayParksAroundTrims(t *testing.T) {
+	a, held := heldTrimMirror(t, 8*mib)
 	h := harness(t, a)
 	old := bytes.Repeat([]byte{0x11}, 64<<10)
 	ublktest.Write(t, h, 0, old)

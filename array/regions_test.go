@@ -103,14 +103,7 @@ func TestArrayWriteIntent(t *testing.T) {
 // trimmed by the time it is acknowledged.
 func TestArrayTrimNotified(t *testing.T) {
 	t.Run("async", func(t *testing.T) {
-		dir := testutil.MemDir(t)
-		paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-		ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
-		require.NoError(t, err)
-		held := newHeldTrims()
-		a, err := NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Discard: DiscardOptions{Mode: "async"}, newIssuer: held.issuer})
-		require.NoError(t, err)
-		defer a.Close()
+		a, held := heldTrimMirror(t, 16*mib)
 		require.NoError(t, a.MarkDirty())
 		h := harness(t, a)
 		rs := a.regions.m.RegionSize()
