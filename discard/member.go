@@ -290,8 +290,7 @@ func (m *member) finish(l *lane, id int, err error) {
 	m.lastEnd = end
 	m.stats.completed++
 	took := end.Sub(l.startAt[id])
-	m.stats.latency.record(took)
-	m.stats.buckets.Observe(took)
+	m.stats.latency.Observe(took)
 	if err != nil {
 		m.stats.errors++
 		m.e.failedTrim(is.Seqs) // no discard with a piece in it counts as trimmed
@@ -386,24 +385,21 @@ func resumeAll(t *Ticket) {
 // snapshot returns the member's statistics; mu held.
 func (m *member) snapshot() MemberStats {
 	s := &m.stats
+	lat := s.latency.Snapshot()
 	return MemberStats{
-		Member:         m.idx,
-		Requests:       s.requests,
-		Bytes:          s.bytes,
-		Queued:         m.q.Len(),
-		QueuedBytes:    m.q.PendingBytes(),
-		InFlight:       m.q.InFlight(),
-		Issued:         s.issued,
-		IssuedBytes:    s.issuedBytes,
-		Completed:      s.completed,
-		Errors:         s.errors,
-		Merged:         m.q.Merged(),
-		CancelledBytes: m.q.Cancelled(),
-		Latency: Latency{
-			P50: s.latency.percentile(0.50),
-			P99: s.latency.percentile(0.99),
-			Max: s.latency.max,
-		},
-		LatencyHistogram: s.buckets.Snapshot(),
+		Member:           m.idx,
+		Requests:         s.requests,
+		Bytes:            s.bytes,
+		Queued:           m.q.Len(),
+		QueuedBytes:      m.q.PendingBytes(),
+		InFlight:         m.q.InFlight(),
+		Issued:           s.issued,
+		IssuedBytes:      s.issuedBytes,
+		Completed:        s.completed,
+		Errors:           s.errors,
+		Merged:           m.q.Merged(),
+		CancelledBytes:   m.q.Cancelled(),
+		Latency:          summarize(lat),
+		LatencyHistogram: lat,
 	}
 }

@@ -1,6 +1,10 @@
 package discard
 
-import "uraid/latency"
+import (
+	"time"
+
+	"uraid/latency"
+)
 
 // MemberStats is a snapshot of one member's discard queue.
 type MemberStats struct {
@@ -27,7 +31,7 @@ type MemberStats struct {
 }
 
 // Latency summarizes TRIM latency in microseconds. Percentiles are bucket
-// upper edges, so they overstate by at most an eighth.
+// upper edges, so they overstate by at most an eighth (latency.Snapshot.Quantile).
 type Latency struct {
 	P50 int64 `json:"p50"`
 	P99 int64 `json:"p99"`
@@ -43,6 +47,11 @@ type counters struct {
 	issuedBytes int64
 	completed   uint64
 	errors      uint64
-	latency     histogram
-	buckets     latency.Histogram
+	latency     latency.Histogram
+}
+
+// summarize is s in whole microseconds, rounded up so that no figure understates.
+func summarize(s latency.Snapshot) Latency {
+	us := func(d time.Duration) int64 { return int64((d + time.Microsecond - 1) / time.Microsecond) }
+	return Latency{P50: us(s.Quantile(0.50)), P99: us(s.Quantile(0.99)), Max: us(s.Max)}
 }
