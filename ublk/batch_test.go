@@ -59,7 +59,7 @@ func TestBatchElements(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := newQueue(0, 4, &halvesTarget{}, 1<<20)
 			q.mode, q.canRegister = tt.mode, tt.canRegister
-			require.NoError(t, q.openBuffers(4096))
+			require.NoError(t, q.openBuffers(4096, false))
 			require.NoError(t, q.openBatch())
 			defer func() { assert.NoError(t, q.close()) }()
 			b := q.batch

@@ -325,7 +325,7 @@ func (d *Device) makeQueues(n, depth, maxIO int) error {
 		q := newQueue(uint16(i), depth, d.target, d.params.Size)
 		q.mode, q.canRegister = d.mode, d.flags&uapi.UBLK_F_SUPPORT_ZERO_COPY != 0
 		d.queues = append(d.queues, q)
-		if err := q.openBuffers(maxIO); err != nil {
+		if err := q.openBuffers(maxIO, false); err != nil {
 			return err
 		}
 		if d.batch {

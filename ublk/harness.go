@@ -6,6 +6,7 @@ import (
 
 	"uraid/internal/uapi"
 	"uraid/internal/uring"
+	"uraid/internal/verify"
 )
 
 // Harness drives a Target the way a device queue does, without the ublk
@@ -55,13 +56,12 @@ func newHarness(t Target, depth, maxIOBytes int, zeroCopy bool) (*Harness, error
 	}
 	h := &Harness{results: make([]int32, o.Depth), ready: make([]uint16, 0, o.Depth)}
 	q := newQueue(0, o.Depth, t, t.Params().Size)
-	q.harness = h
 	q.iods = make([]uapi.IODesc, o.Depth)
 	h.q = q
 	if zeroCopy {
 		q.mode, _ = chooseMode(ZeroCopyAuto, t, FeatureAutoBufReg, "harness")
 	}
-	if err := q.openBuffers(o.MaxIOBytes); err != nil {
+	if err := q.openBuffers(o.MaxIOBytes, true); err != nil {
 		q.close()
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (h *Harness) Start(tag uint16, r HarnessRequest) error {
 func (h *Harness) Wait() (tag uint16, res int32, err error) {
 	q := h.q
 	for {
-		if err := q.commitDone(); err != nil {
+		if err := h.collect(); err != nil {
 			return 0, 0, err
 		}
 		if err := q.checkDrain(); err != nil {
@@ -152,6 +152,29 @@ func (h *Harness) Wait() (tag uint16, res int32, err error) {
 			return 0, 0, err
 		}
 	}
+}
+
+// collect is the queue's commitDone with the harness in the kernel's place:
+// finished requests are retired as the queue retires them and their results
+// kept for Wait, so the queue's own commit loop has no case for a harness.
+func (h *Harness) collect() error {
+	q := h.q
+	q.resumeHeld()
+	for l := q.done.takeAll(); l != 0; {
+		tag, res, rest := q.done.walk(l)
+		l = rest
+		if ok, err := q.retire(tag); !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		h.finished(tag, res)
+	}
+	if verify.On {
+		q.verify()
+	}
+	return nil
 }
 
 // Drain withholds requests started from now on from the target, as

@@ -112,8 +112,6 @@ type queue struct {
 	// eventfd's number after it was closed and reused.
 	kicking atomic.Int32
 
-	// harness, when set, receives results instead of the kernel.
-	harness *Harness
 
 	// batch, when set, is the state of the batch I/O commands, which
 	// replace FETCH and COMMIT_AND_FETCH (batch.go).
@@ -548,13 +546,7 @@ func (q *queue) onBuf(tag uint16, unreg bool, res int32) error {
 // turns every finished request into a COMMIT_AND_FETCH, or with batch I/O
 // all of them into one COMMIT_IO_CMDS.
 func (q *queue) commitDone() error {
-	for l := q.resumes.takeAll(); l != 0; {
-		tag, _, rest := q.resumes.walk(l)
-		l = rest
-		if q.state[tag] == tagServing && q.held[tag].Load() && q.rs != nil {
-			q.rs.Resume(&q.reqs[tag])
-		}
-	}
+	q.resumeHeld()
 	q.commitBlocked = false
 	if q.batch != nil {
 		free, err := q.commitFree()
@@ -569,26 +561,10 @@ func (q *queue) commitDone() error {
 	for l := q.done.takeAll(); l != 0; {
 		tag, res, rest := q.done.walk(l)
 		l = rest
-		if q.state[tag] != tagServing {
-			// Completed twice: a target bug. Committing again would
-			// hand the kernel a tag it has not given us.
-			if verify.On {
-				panic(fmt.Sprintf("ublk queue %d tag %d: committed twice", q.id, tag))
-			}
-			continue
-		}
-		q.state[tag] = tagFetching
-		q.serving--
-		if q.ownReg[tag] {
-			// Before the commit, so that the slot is free when the
-			// kernel registers the tag's next request in it.
-			q.ownReg[tag] = false
-			if err := q.prepBuf(uapi.UBLK_U_IO_UNREGISTER_IO_BUF, tag); err != nil {
+		if ok, err := q.retire(tag); !ok {
+			if err != nil {
 				return err
 			}
-		}
-		if q.harness != nil {
-			q.harness.finished(tag, res)
 			continue
 		}
 		if q.batch != nil {
@@ -608,6 +584,41 @@ func (q *queue) commitDone() error {
 		q.verify()
 	}
 	return nil
+}
+
+// resumeHeld lets the target carry on with the requests it resumed.
+func (q *queue) resumeHeld() {
+	for l := q.resumes.takeAll(); l != 0; {
+		tag, _, rest := q.resumes.walk(l)
+		l = rest
+		if q.state[tag] == tagServing && q.held[tag].Load() && q.rs != nil {
+			q.rs.Resume(&q.reqs[tag])
+		}
+	}
+}
+
+// retire returns a finished tag to fetching, ready to be committed; false
+// when it must not be (completed twice) or its buffer could not be given up.
+func (q *queue) retire(tag uint16) (bool, error) {
+	if q.state[tag] != tagServing {
+		// Completed twice: a target bug. Committing again would
+		// hand the kernel a tag it has not given us.
+		if verify.On {
+			panic(fmt.Sprintf("ublk queue %d tag %d: committed twice", q.id, tag))
+		}
+		return false, nil
+	}
+	q.state[tag] = tagFetching
+	q.serving--
+	if q.ownReg[tag] {
+		// Before the commit, so that the slot is free when the
+		// kernel registers the tag's next request in it.
+		q.ownReg[tag] = false
+		if err := q.prepBuf(uapi.UBLK_U_IO_UNREGISTER_IO_BUF, tag); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // verify checks the queue's bookkeeping against its per-tag states; verify
@@ -750,12 +761,13 @@ func (q *queue) mapDescriptors(charFd int) error {
 	return nil
 }
 
-// openBuffers maps the per-tag buffers (in copy mode) from anonymous memory,
-// which neither moves nor is freed behind the kernel's back, and makes the
-// wake eventfd: everything but the kernel's descriptors.
-func (q *queue) openBuffers(maxIO int) error {
+// openBuffers maps the per-tag buffers (in copy mode, or always when own:
+// the harness, which has no driver to lend request pages) from anonymous
+// memory, which neither moves nor is freed behind the kernel's back, and
+// makes the wake eventfd: everything but the kernel's descriptors.
+func (q *queue) openBuffers(maxIO int, own bool) error {
 	q.maxIO = maxIO
-	if !q.mode.zeroCopy() || q.harness != nil {
+	if !q.mode.zeroCopy() || own {
 		mem, err := unix.Mmap(-1, 0, q.depth*maxIO, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
 			return fmt.Errorf("ublk queue %d: map %d buffers of %d bytes: %w", q.id, q.depth, maxIO, os.NewSyscallError("mmap", err))

@@ -208,7 +208,7 @@ func TestRegisterModeOrder(t *testing.T) {
 	q := newQueue(0, 4, target, 1<<40)
 	q.mode, q.canRegister = modeRegister, true
 	q.iods = make([]uapi.IODesc, 4)
-	require.NoError(t, q.openBuffers(4096))
+	require.NoError(t, q.openBuffers(4096, false))
 	defer q.close()
 	assert.Zero(t, q.bufferBytes(), "no buffers in zero-copy mode")
 	q.charFd = int32(devnull.Fd())
