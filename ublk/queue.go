@@ -112,7 +112,6 @@ type queue struct {
 	// eventfd's number after it was closed and reused.
 	kicking atomic.Int32
 
-
 	// batch, when set, is the state of the batch I/O commands, which
 	// replace FETCH and COMMIT_AND_FETCH (batch.go).
 	batch *batch
