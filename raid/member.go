@@ -56,6 +56,9 @@ var BusyWait = 2 * time.Second
 
 const busyPoll = 10 * time.Millisecond
 
+// busySleep is the pause between tries at a busy member; a test swaps it to see a try wait.
+var busySleep = time.Sleep
+
 // OpenMember opens path for array I/O and probes its size and discard support. A block device is
 // opened O_EXCL, so the kernel refuses it while it is mounted or claimed by md, dm or another
 // uraid; a regular file is locked with flock for the same reason.
@@ -76,7 +79,7 @@ func OpenMember(path string) (*Member, error) {
 	}
 	var f *os.File
 	var direct bool
-	for wait := time.Now().Add(BusyWait); ; time.Sleep(busyPoll) {
+	for wait := time.Now().Add(BusyWait); ; busySleep(busyPoll) {
 		f, direct, err = openDirect(path, flags)
 		if !m.Block || !errors.Is(err, unix.EBUSY) || time.Now().After(wait) {
 			break
@@ -117,7 +120,7 @@ func (m *Member) probe() error {
 	if !m.Block {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		for wait := time.Now().Add(BusyWait); errors.Is(err, unix.EWOULDBLOCK) && time.Now().Before(wait); {
-			time.Sleep(busyPoll)
+			busySleep(busyPoll)
 			err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		}
 		if err != nil {

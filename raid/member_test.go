@@ -17,6 +17,15 @@ func TestOpenMemberWaitsForAHolderGoingAway(t *testing.T) {
 	p := testutil.SparseFile(t, testutil.MemDir(t), "held", 16*mib)
 	holder, err := OpenMember(p)
 	require.NoError(t, err)
+	waiting := make(chan struct{}, 1)
+	busySleep = func(d time.Duration) {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+		time.Sleep(d)
+	}
+	defer func() { busySleep = time.Sleep }()
 	opened := make(chan error, 1)
 	go func() {
 		m, err := OpenMember(p)
@@ -25,7 +34,7 @@ func TestOpenMemberWaitsForAHolderGoingAway(t *testing.T) {
 		}
 		opened <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the second open is most likely waiting by now
+	testutil.Receive(t, waiting, "the second open to find the member busy and wait")
 	require.NoError(t, holder.Close())
 	require.NoError(t, <-opened)
 
