@@ -190,13 +190,13 @@ func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notif
 	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.daemonLogger()}, n, printDevice(cmd, f)))
 }
 
-// logger is the daemon's log, of its events and its array's messages: stderr, which systemd
-// gives to journald and a detached daemon appends to its log file.
+// logger is the daemon's log, of its events and its array's messages: the journal where there
+// is one, else the log file of a detached daemon, else stderr (daemon.NewDaemonLogger).
 func (f *serveFlags) logger() *slog.Logger {
 	if f.log != nil {
 		return f.log
 	}
-	l, err := daemon.NewLogger(os.Stderr, f.logFormat)
+	l, err := daemon.NewDaemonLogger(f.logFormat)
 	if err != nil { // checked by check; the serve command skips that
 		l, _ = daemon.NewLogger(os.Stderr, daemon.LogText)
 	}
