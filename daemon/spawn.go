@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -112,20 +111,4 @@ func (n *Notifier) send(line string) {
 	_, _ = io.WriteString(n.pipe, line+"\n") // the starter may have given up; nothing more to do
 	n.pipe.Close()
 	n.pipe = nil
-}
-
-func sdNotify(state string) {
-	path := os.Getenv("NOTIFY_SOCKET")
-	if path == "" {
-		return
-	}
-	if path[0] == '@' {
-		path = "\x00" + path[1:] // abstract socket
-	}
-	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	_, _ = c.Write([]byte(state))
 }
