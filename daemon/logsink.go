@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,6 +139,11 @@ type rotatingLog struct {
 
 // newRotatingLog rotates path, which f must be open on.
 func newRotatingLog(path string, f *os.File, limit int64) (*rotatingLog, error) {
+	// Made absolute now: the daemon moves to / (leaveWorkingDir) before it logs much.
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
 	var st, pst unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, os.NewSyscallError("fstat", err)
