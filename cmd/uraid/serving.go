@@ -41,7 +41,7 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "also serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9105 (default: off;\nthey are always on the control socket)")
 	fl.BoolVar(&f.foreground, "foreground", false, "serve from this process until stopped (for systemd) instead of a background daemon")
-	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events on stderr: text (key=value) or json")
+	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events where it writes text (stderr, or its log file without a\njournal): text (key=value) or json; the journal takes them as fields")
 }
 
 func (f *serveFlags) check() error {
