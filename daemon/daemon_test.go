@@ -177,7 +177,7 @@ func TestSpawn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.child, func(t *testing.T) {
-			useRunDir(t)
+			noJournal(t, useRunDir(t))
 			t.Setenv("DAEMON_TEST_CHILD", tt.child)
 			dev, err := Spawn("sp", exe, []string{"-test.run=^$"}, tt.timeout)
 			if tt.wantErr != "" {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,6 +26,38 @@ func fakeSystemd(t *testing.T) (*fakeJournal, *net.UnixListener) {
 	journalSocket, journalStdout, systemdRunning = j.path, filepath.Join(dir, "stdout"), dir
 	t.Cleanup(func() { journalSocket, journalStdout, systemdRunning = oldSocket, oldStdout, oldSystemd })
 	return j, stream
+}
+
+// noJournal makes this test's daemons see no systemd, wherever the tests run.
+func noJournal(t *testing.T, dir string) {
+	old := systemdRunning
+	systemdRunning = filepath.Join(dir, "no-systemd")
+	t.Cleanup(func() { systemdRunning = old })
+}
+
+// TestDaemonLoggerUnderSystemd: a daemon systemd runs (INVOCATION_ID) logs to the journal even
+// when its stderr is not the journal; without systemd, or without the variable, to stderr.
+func TestDaemonLoggerUnderSystemd(t *testing.T) {
+	j, _ := fakeSystemd(t)
+	t.Setenv("JOURNAL_STREAM", "")
+	t.Setenv(logFileEnv, "")
+	t.Setenv("INVOCATION_ID", "0123")
+	log, err := NewDaemonLogger(LogJSON)
+	require.NoError(t, err)
+	_, ok := log.Handler().(*journalHandler)
+	require.True(t, ok, "journal handler")
+	log.Error("device failed", "array", "data")
+	f := j.next(t)
+	assert.Contains(t, f, [2]string{"PRIORITY", "3"})
+	assert.Contains(t, f, [2]string{"URAID_ARRAY", "data"})
+
+	t.Setenv("INVOCATION_ID", "")
+	log, err = NewDaemonLogger(LogText)
+	require.NoError(t, err)
+	_, ok = log.Handler().(*slog.TextHandler)
+	assert.True(t, ok, "stderr, as text")
+	_, err = NewDaemonLogger("xml")
+	assert.Error(t, err)
 }
 
 // TestSpawnLogsToJournal: where journald runs, a detached daemon's stderr is a journal stream
@@ -69,9 +102,7 @@ func TestSpawnLogsToJournal(t *testing.T) {
 // to rotate.
 func TestSpawnLogsToFile(t *testing.T) {
 	dir := useRunDir(t)
-	old := systemdRunning
-	systemdRunning = filepath.Join(dir, "no-systemd")
-	t.Cleanup(func() { systemdRunning = old })
+	noJournal(t, dir)
 	t.Setenv("DAEMON_TEST_CHILD", "log")
 	exe, err := os.Executable()
 	require.NoError(t, err)
