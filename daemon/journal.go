@@ -50,11 +50,11 @@ func newJournalHandler(socket string, level slog.Leveler) (*journalHandler, erro
 }
 
 func (h *journalHandler) Enabled(_ context.Context, l slog.Level) bool {
-	min := slog.LevelInfo
+	least := slog.LevelInfo
 	if h.level != nil {
-		min = h.level.Level()
+		least = h.level.Level()
 	}
-	return l >= min
+	return l >= least
 }
 
 func (h *journalHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
