@@ -88,7 +88,8 @@ func NewDaemonLogger(format string) (*slog.Logger, error) {
 func daemonOutput(name string) (f *os.File, env []string, where string, err error) {
 	if journalPresent() {
 		if f, env, err := journalStream(journalStdout); err == nil {
-			return f, env, "journalctl -t " + journalIdentifier + " URAID_ARRAY=" + name, nil
+			// Not URAID_ARRAY=: what a daemon says before its logger is up (a panic) has no fields.
+			return f, env, "journalctl -t " + journalIdentifier, nil
 		}
 	}
 	f, err = os.OpenFile(LogPath(name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)

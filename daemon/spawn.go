@@ -19,7 +19,8 @@ const readyFDEnv = "URAID_READY_FD"
 
 // Spawn starts exe with args as a daemon detached from the terminal (its own session, stdin from
 // /dev/null, stdout and stderr to the journal where there is one, else appended to LogPath(name),
-// which the daemon rotates) and waits until it reports ready, fails, or exits. It returns the device path the daemon reported.
+// which the daemon rotates) and waits until it reports ready, fails, or exits. It returns the
+// device path the daemon reported.
 func Spawn(name, exe string, args []string, timeout time.Duration) (string, error) {
 	if err := os.MkdirAll(RunDir(), 0o755); err != nil {
 		return "", fmt.Errorf("start daemon: %w", err)
