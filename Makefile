@@ -51,7 +51,7 @@ test-vm: vm-setup
 	$(GO) build -ldflags "-X main.version=next" -o $(BUILD)/uraid-next ./cmd/uraid
 	@failed=; for k in $(KERNELS); do \
 		echo "test-vm: KERNEL=$$k: guest suite"; start=$$(date +%s); \
-		{ rc=0; KERNEL=$$k $(VM) run -m 3072 -t 2700 -- env $(E2E_ENV) URAID_BIN=$(BUILD)/uraid URAID_BIN_NEXT=$(BUILD)/uraid-next \
+		{ rc=0; KERNEL=$$k $(VM) run -m 3072 -t 2700 -- env $(E2E_ENV) $(if $(PROMTOOL),PROMTOOL=$(abspath $(PROMTOOL))) URAID_BIN=$(BUILD)/uraid URAID_BIN_NEXT=$(BUILD)/uraid-next \
 			$(BUILD)/tests.test -test.v -test.count=1 -test.timeout=40m || rc=$$?; echo $$rc > $(BUILD)/test-vm-$$k.rc; } 2>&1 | \
 			tee $(BUILD)/test-vm-$$k.log; rc=$$(cat $(BUILD)/test-vm-$$k.rc); \
 		if [ $$rc = 0 ]; then r=passed; else r="FAILED (exit $$rc)"; failed="$$failed $$k"; fi; \

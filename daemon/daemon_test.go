@@ -38,6 +38,18 @@ func TestMain(m *testing.M) {
 	case "hang":
 		time.Sleep(time.Minute)
 		os.Exit(0)
+	case "log":
+		// A detached daemon's start: its logger, one record, ready.
+		if j := os.Getenv("DAEMON_TEST_JOURNAL"); j != "" {
+			journalSocket = j
+		}
+		log, err := NewDaemonLogger(LogText)
+		if err != nil {
+			os.Exit(1)
+		}
+		log.Warn("member failed", "array", "sp", "env", os.Getenv(logFileEnv))
+		NewNotifier().Ready("/dev/ublkb7")
+		os.Exit(0)
 	}
 }
 
@@ -165,7 +177,7 @@ func TestSpawn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.child, func(t *testing.T) {
-			useRunDir(t)
+			noJournal(t, useRunDir(t))
 			t.Setenv("DAEMON_TEST_CHILD", tt.child)
 			dev, err := Spawn("sp", exe, []string{"-test.run=^$"}, tt.timeout)
 			if tt.wantErr != "" {

@@ -15,7 +15,10 @@
 // A daemon's life is split by concern: run.go starts it on a new device (Run), recover.go on
 // what a predecessor left (Recover), devices.go numbers and checks the kernel's devices for a
 // start, served.go serves until a stop or a failure, and handover.go leaves the device to a
-// successor.
+// successor. workdir.go moves a started daemon to /; logsink.go chooses where it logs: the
+// journal (journal.go, journald's native protocol), a rotated log file, or stderr; notify.go
+// tells systemd it is ready and how the array is (sd_notify). metrics_host.go serves every
+// running array's metrics at one address (uraid metrics), asking each daemon at each scrape.
 //
 // Client is safe for concurrent use. Run or Recover, and Spawn, are called once per process.
 //

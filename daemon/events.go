@@ -50,6 +50,9 @@ func NewLogger(w io.Writer, format string) (*slog.Logger, error) {
 // watcher. Nothing waits for a watcher.
 type hub struct {
 	log *slog.Logger
+	// notify, if set, hears every event after it is logged (systemd's STATUS=); set before the
+	// first publish.
+	notify func(array.Event)
 
 	mu   sync.Mutex // guards subs
 	subs map[*subscriber]struct{}
@@ -86,6 +89,9 @@ func (h *hub) publish(e array.Event) {
 		}
 	}
 	h.log.LogAttrs(context.Background(), level, e.Message, eventAttrs(e)...)
+	if h.notify != nil {
+		h.notify(e)
+	}
 
 	h.mu.Lock()
 	defer h.mu.Unlock()

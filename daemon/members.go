@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"uraid/array"
@@ -67,6 +68,15 @@ func (s *served) ChangeMember(op string, c MemberChange) (string, error) {
 	a := s.a
 	if c.Member == "" || (op == OpReplace) != (c.New != "") {
 		return "", fmt.Errorf("array %s: %s: name the member (and for replace the new device)", a.Name, op)
+	}
+	// The daemon runs in / (leaveWorkingDir): a relative path would name a file there, not the
+	// one the caller meant. uraid add and replace send absolute paths.
+	opened := c.New // the device the change opens
+	if op == OpAdd {
+		opened = c.Member
+	}
+	if opened != "" && !filepath.IsAbs(opened) {
+		return "", fmt.Errorf("array %s: %s %s: give the device's absolute path", a.Name, op, opened)
 	}
 	var res string
 	var err error

@@ -37,6 +37,10 @@ func TestMemberChangesOverTheSocket(t *testing.T) {
 	m0, m1 := l.members[0], l.members[1]
 
 	spare := blank("spare")
+	_, err = c.ChangeMember(ctx, OpAdd, MemberChange{Member: "spare"})
+	assert.ErrorContains(t, err, "add spare: give the device's absolute path", "the daemon runs in /")
+	_, err = c.ChangeMember(ctx, OpReplace, MemberChange{Member: m0, New: "new"})
+	assert.ErrorContains(t, err, "replace new: give the device's absolute path")
 	res, err := c.ChangeMember(ctx, OpAdd, MemberChange{Member: spare})
 	require.NoError(t, err)
 	assert.Equal(t, "added as a spare", res)

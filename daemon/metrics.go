@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ var (
 	labelsArray  = []string{"array"}
 	labelsMember = []string{"array", "member", "path"}
 
+	descBuildInfo  = prometheus.NewDesc("uraid_build_info", "1, with the build of the daemon serving the array (without array: of uraid metrics itself).", []string{"array", "version", "goversion"}, nil)
 	descUp         = prometheus.NewDesc("uraid_array_state", "Array state: 1 for the current one of clean, active, degraded, failed.", []string{"array", "state"}, nil)
 	descSize       = prometheus.NewDesc("uraid_array_size_bytes", "Array size.", labelsArray, nil)
 	descUnclean    = prometheus.NewDesc("uraid_array_unclean", "1 if the array's last run ended without a clean stop (a resync is pending for mirrors).", labelsArray, nil)
@@ -64,7 +66,7 @@ func histogram(d *prometheus.Desc, s latency.Snapshot, l ...string) prometheus.M
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descSize, descUnclean, descFailed, descRecovered, descLastExit, descDiscReq, descDiscBytes, descDiscRanges,
+	for _, d := range []*prometheus.Desc{descBuildInfo, descUp, descSize, descUnclean, descFailed, descRecovered, descLastExit, descDiscReq, descDiscBytes, descDiscRanges,
 		descMemberUp, descReads, descWrites, descReadBytes, descWriteBytes, descIOErrors, descTrimQueued,
 		descTrimInflight, descTrimIssued, descTrimBytes, descTrimMerged, descTrimCancel, descTrimErrors, descTrimLatency,
 		descMemberRead, descMemberWrite, descArrayRead, descArrayWrite, descArrayDiscard} {
@@ -81,6 +83,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
+	gauge(descBuildInfo, 1, st.Name, st.Version, runtime.Version())
 	for _, s := range []string{array.StateNameClean, array.StateNameActive, array.StateNameDegraded, array.StateNameFailed} {
 		v := 0.0
 		if st.State == s {

@@ -24,12 +24,16 @@ type metricsServer struct {
 }
 
 // CheckMetricsListen says what is wrong with addr as --metrics-listen, or nil ("" is off).
-func CheckMetricsListen(addr string) error {
+func CheckMetricsListen(addr string) error { return CheckListen("--metrics-listen", addr) }
+
+// CheckListen says what is wrong with addr as flag, a TCP address to serve metrics at, or nil
+// ("" is off).
+func CheckListen(flag, addr string) error {
 	if addr == "" {
 		return nil
 	}
 	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return fmt.Errorf("--metrics-listen %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", addr)
+		return fmt.Errorf("%s %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", flag, addr)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ var (
 	descSyncRepaired = prometheus.NewDesc("uraid_array_sync_repaired_bytes", "Bytes the running repair rewrote.", labelsArray, nil)
 	descSyncWaiting  = prometheus.NewDesc("uraid_array_sync_waiting", "1 while a resync is needed but cannot run, with why.", []string{"array", "reason"}, nil)
 	descLastResult   = prometheus.NewDesc("uraid_array_sync_last_info", "How the last sync job ended: result is done, cancelled or failed.", []string{"array", "action", "result"}, nil)
-	descLastEnded    = prometheus.NewDesc("uraid_array_sync_last_end_seconds", "When the last sync job ended, in seconds since the epoch.", labelsArray, nil)
+	descLastEnded    = prometheus.NewDesc("uraid_array_sync_last_end_timestamp_seconds", "When the last sync job ended, in seconds since the epoch.", labelsArray, nil)
 	descLastMismatch = prometheus.NewDesc("uraid_array_sync_last_mismatch_bytes", "Bytes the last check or repair found to differ between copies.", labelsArray, nil)
 	descLastRepaired = prometheus.NewDesc("uraid_array_sync_last_repaired_bytes", "Bytes the last repair rewrote.", labelsArray, nil)
 	descRegions      = prometheus.NewDesc("uraid_array_regions", "Regions of the region map by state: in_sync, dirty, trimmed, need_resync.", []string{"array", "state"}, nil)

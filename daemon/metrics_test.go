@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func metricsStatus() Status {
 				ReadLatency: samples(50 * time.Microsecond), WriteLatency: samples(time.Millisecond, time.Millisecond)},
 			{Index: 1, State: "missing"},
 		}},
+		Version:  "v9",
 		Failure:  "queue 0 stopped",
 		Recovery: RecoveryStatus{Count: 1, LastExit: "died"}}
 }
@@ -65,6 +67,7 @@ func scrape(t *testing.T, st Status) string {
 func TestCollectorExportsStatus(t *testing.T) {
 	text := scrape(t, metricsStatus())
 	for _, want := range []string{
+		`uraid_build_info{array="m",goversion="` + runtime.Version() + `",version="v9"} 1`,
 		`uraid_array_state{array="m",state="degraded"} 1`,
 		`uraid_array_state{array="m",state="clean"} 0`,
 		`uraid_array_discard_requests_total{array="m"} 7`,

@@ -36,7 +36,8 @@ func CheckName(name string) error {
 // SocketPath is the control socket of the array called name.
 func SocketPath(name string) string { return filepath.Join(RunDir(), name+".sock") }
 
-// LogPath is where a detached daemon's stderr goes.
+// LogPath is where a detached daemon's stderr goes when there is no journal; the daemon rotates
+// it at 8 MiB to LogPath(name)+".1".
 func LogPath(name string) string { return filepath.Join(RunDir(), name+".log") }
 
 // Running lists the names of arrays that have a control socket, sorted.

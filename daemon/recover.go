@@ -54,6 +54,11 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	if rec.Version < 1 {
 		return fmt.Errorf("array %s: its record was written by an older uraid and does not say enough to recover the device; stop it (uraid stop %s) and assemble it again", name, name)
 	}
+	// Members recorded by a relative path name files from where recover runs, as they always
+	// did; resolved here, before the daemon moves to /.
+	if err := leaveWorkingDir(rec.Members); err != nil {
+		return fmt.Errorf("array %s: %w", name, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), recoverTimeout)
 	defer cancel()
 	if err := waitPredecessor(ctx, &rec); err != nil {

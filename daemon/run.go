@@ -74,6 +74,10 @@ func Run(a *array.Array, cfg Config, n *Notifier, onReady func(device string)) (
 	// half made. It is looked at once the device serves.
 	sigs := notifySignals()
 	defer signal.Stop(sigs)
+	// The array's members are open; the record keeps their paths as they were given.
+	if err := leaveWorkingDir(); err != nil {
+		return fmt.Errorf("array %s: %w", name, err)
+	}
 
 	srv, err := Listen(name)
 	if err != nil {

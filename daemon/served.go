@@ -75,6 +75,7 @@ type request struct {
 func newServed(a *array.Array, dev device, rec *Record, cfg Config) *served {
 	s := &served{a: a, dev: dev, flags: dev.Flags(), rec: rec, cfg: cfg, log: cfg.logger().With("array", a.Name),
 		requests: make(chan request), events: newHub(cfg.logger())}
+	s.events.notify = (&statusNotifier{}).event
 	a.OnMembershipChange(s.recordMembers)
 	return s
 }
@@ -173,6 +174,7 @@ func (s *served) loop(sigs <-chan os.Signal, n *Notifier) error {
 				err := s.handover()
 				r.reply <- err
 				if err == nil {
+					n.Stopping()
 					if s.cfg.Supervised {
 						return ErrRestartMe
 					}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -19,13 +18,14 @@ import (
 const readyFDEnv = "URAID_READY_FD"
 
 // Spawn starts exe with args as a daemon detached from the terminal (its own session, stdin from
-// /dev/null, stdout and stderr appended to LogPath(name)) and waits until it reports ready, fails,
-// or exits. It returns the device path the daemon reported.
+// /dev/null, stdout and stderr to the journal where there is one, else appended to LogPath(name),
+// which the daemon rotates) and waits until it reports ready, fails, or exits. It returns the
+// device path the daemon reported.
 func Spawn(name, exe string, args []string, timeout time.Duration) (string, error) {
 	if err := os.MkdirAll(RunDir(), 0o755); err != nil {
 		return "", fmt.Errorf("start daemon: %w", err)
 	}
-	logf, err := os.OpenFile(LogPath(name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, logEnv, where, err := daemonOutput(name)
 	if err != nil {
 		return "", fmt.Errorf("start daemon: %w", err)
 	}
@@ -39,7 +39,7 @@ func Spawn(name, exe string, args []string, timeout time.Duration) (string, erro
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw} // fd 3 in the child
-	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.Env = append(append(os.Environ(), readyFDEnv+"=3"), logEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		pw.Close()
@@ -66,10 +66,10 @@ func Spawn(name, exe string, args []string, timeout time.Duration) (string, erro
 			return "", errors.New(strings.TrimPrefix(line, "error "))
 		}
 		err := <-exited
-		return "", fmt.Errorf("daemon exited before it was ready (%v); see %s", err, LogPath(name))
+		return "", fmt.Errorf("daemon exited before it was ready (%v); see %s", err, where)
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
-		return "", fmt.Errorf("daemon not ready after %v; killed it; see %s", timeout, LogPath(name))
+		return "", fmt.Errorf("daemon not ready after %v; killed it; see %s", timeout, where)
 	}
 }
 
@@ -112,20 +112,4 @@ func (n *Notifier) send(line string) {
 	_, _ = io.WriteString(n.pipe, line+"\n") // the starter may have given up; nothing more to do
 	n.pipe.Close()
 	n.pipe = nil
-}
-
-func sdNotify(state string) {
-	path := os.Getenv("NOTIFY_SOCKET")
-	if path == "" {
-		return
-	}
-	if path[0] == '@' {
-		path = "\x00" + path[1:] // abstract socket
-	}
-	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	_, _ = c.Write([]byte(state))
 }

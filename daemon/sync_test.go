@@ -119,7 +119,7 @@ func TestCollectorExportsSync(t *testing.T) {
 		`uraid_array_sync_rate_bytes_per_second{array="m"} 1.048576e+06`,
 		`uraid_array_sync_last_info{action="check",array="m",result="cancelled"} 1`,
 		`uraid_array_sync_last_mismatch_bytes{array="m"} 4096`,
-		`uraid_array_sync_last_end_seconds{array="m"} 100`,
+		`uraid_array_sync_last_end_timestamp_seconds{array="m"} 100`,
 		`uraid_array_regions{array="m",state="need_resync"} 3`,
 		`uraid_array_regions{array="m",state="trimmed"} 20`,
 		`uraid_member_sync_write_bytes_total{array="m",member="0",path="/dev/a"} 9`,

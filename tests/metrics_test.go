@@ -31,10 +31,7 @@ func TestE2EMetricsAndLeftovers(t *testing.T) {
 	// The guest boots with its loopback interface down; the scrape needs it (its own, in the VM).
 	sh(t, "ip", "link", "set", "lo", "up")
 	members, _ := memberSet(t, "loop", 2, 96<<20)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeTCPAddr(t)
 	dev := strings.TrimSpace(uraid(t, append([]string{"create", "mx", "--level", "1", "--metrics-listen", addr}, members...)...))
 	stopped := false
 	t.Cleanup(func() {
@@ -73,6 +70,30 @@ func TestE2EMetricsAndLeftovers(t *testing.T) {
 		}
 	}
 
+	// The host-wide endpoint serves the same array, labelled, and passes promtool too.
+	hostAddr := freeTCPAddr(t)
+	host := exec.Command(uraidBin(t), "metrics", "--listen", hostAddr)
+	require.NoError(t, host.Start())
+	t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + hostAddr + "/metrics")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}, slow*10*time.Second, 20*time.Millisecond, "uraid metrics does not serve on %s", hostAddr)
+	hfams := scrapeMetrics(t, hostAddr)
+	up := -1.0
+	for _, m := range hfams["uraid_array_daemon_up"].GetMetric() {
+		if matches(m, arr) {
+			up = m.GetGauge().GetValue()
+		}
+	}
+	assert.Equal(t, 1.0, up, "uraid_array_daemon_up{array=\"mx\"}")
+	assert.Contains(t, hfams, "uraid_array_write_latency_seconds")
+	assert.Contains(t, hfams, "uraid_build_info")
+
 	// The status carries the schema; then the daemon dies, and status says what it left.
 	var list []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(uraid(t, "status", "--json")), &list))
@@ -103,6 +124,15 @@ func TestE2EMetricsAndLeftovers(t *testing.T) {
 	}, slow*30*time.Second, 20*time.Millisecond, "the successor does not serve metrics on %s", addr)
 	uraid(t, "stop", "mx")
 	stopped = true
+}
+
+// freeTCPAddr is a loopback address with a port free a moment ago.
+func freeTCPAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func matches(m *dto.Metric, labels map[string]string) bool {

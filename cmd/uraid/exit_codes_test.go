@@ -66,6 +66,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"restart", "bad/name"}, exitUsage, false},
 		{[]string{"recover", "nosuch"}, exitError, false},
 		{[]string{"recover", "bad/name"}, exitUsage, false},
+		{[]string{"metrics"}, exitUsage, false},
+		{[]string{"metrics", "--listen", "9105"}, exitUsage, false},
 		{[]string{"examine"}, exitUsage, false},
 		{[]string{"examine", "M0"}, exitError, false},
 		{[]string{"examine", "/no/such/member"}, exitError, false},

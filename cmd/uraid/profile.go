@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"time"
@@ -19,6 +20,10 @@ func init() {
 	path := os.Getenv("URAID_CPUPROFILE")
 	if path == "" || len(os.Args) < 2 || os.Args[1] != "serve" {
 		return
+	}
+	// The daemon moves to / once it starts: a relative path means the directory it started in.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
 	secs := 30
 	if s := os.Getenv("URAID_CPUPROFILE_SECONDS"); s != "" {

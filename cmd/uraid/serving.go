@@ -41,7 +41,7 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "also serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9105 (default: off;\nthey are always on the control socket)")
 	fl.BoolVar(&f.foreground, "foreground", false, "serve from this process until stopped (for systemd) instead of a background daemon")
-	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events on stderr: text (key=value) or json")
+	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events where it writes text (stderr, or its log file without a\njournal): text (key=value) or json; the journal takes them as fields")
 }
 
 func (f *serveFlags) check() error {
@@ -190,13 +190,13 @@ func recoverHere(cmd *cobra.Command, name string, f *serveFlags, n *daemon.Notif
 	return daemonExit(daemon.Recover(name, daemon.Config{Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.daemonLogger()}, n, printDevice(cmd, f)))
 }
 
-// logger is the daemon's log, of its events and its array's messages: stderr, which systemd
-// gives to journald and a detached daemon appends to its log file.
+// logger is the daemon's log, of its events and its array's messages: the journal where there
+// is one, else the log file of a detached daemon, else stderr (daemon.NewDaemonLogger).
 func (f *serveFlags) logger() *slog.Logger {
 	if f.log != nil {
 		return f.log
 	}
-	l, err := daemon.NewLogger(os.Stderr, f.logFormat)
+	l, err := daemon.NewDaemonLogger(f.logFormat)
 	if err != nil { // checked by check; the serve command skips that
 		l, _ = daemon.NewLogger(os.Stderr, daemon.LogText)
 	}
