@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -62,11 +63,37 @@ func controlOpenError(err error) error {
 		if kernelHasUblkModule() {
 			return fmt.Errorf("%w: ublk_drv is not loaded (try: modprobe ublk_drv): %w", ErrNoUblk, err)
 		}
-		return fmt.Errorf("%w: this kernel has no ublk driver (it needs CONFIG_BLK_DEV_UBLK, Linux 6.12 or later): %w", ErrNoUblk, err)
+		return fmt.Errorf("%w: %s: %w", ErrNoUblk, noDriver(kernelRelease(), osRelease("/etc/os-release")), err)
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("%w: run as root: %w", ErrPermission, err)
 	}
 	return fmt.Errorf("ublk: %w", err)
+}
+
+// noDriver says what to do on a kernel built without ublk: most distribution kernels since 6.x
+// have it, but Debian 12's own (6.1) does not, and its backports kernel does.
+func noDriver(release string, osr map[string]string) string {
+	msg := fmt.Sprintf("this kernel (Linux %s) was built without ublk (CONFIG_BLK_DEV_UBLK); uraid needs Linux 6.12 or later with ublk_drv", release)
+	if osr["ID"] == "debian" && osr["VERSION_ID"] == "12" {
+		msg += "; on Debian 12, boot the bookworm-backports kernel: apt install -t bookworm-backports linux-image-amd64"
+	}
+	return msg
+}
+
+// osRelease reads os-release(5)'s KEY=value lines; nil when there is none.
+func osRelease(path string) map[string]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && k != "" && !strings.HasPrefix(k, "#") {
+			m[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return m
 }
 
 // kernelHasUblkModule reports whether the running kernel ships ublk_drv as a

@@ -83,6 +83,21 @@ func TestControlOpenError(t *testing.T) {
 	}
 }
 
+func TestNoDriverNamesTheKernelThatHasIt(t *testing.T) {
+	dir := t.TempDir()
+	debian12 := dir + "/debian12"
+	require.NoError(t, os.WriteFile(debian12, []byte("PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n# a comment\n"), 0o644))
+	msg := noDriver("6.1", osRelease(debian12))
+	assert.Contains(t, msg, "Linux 6.1")
+	assert.Contains(t, msg, "CONFIG_BLK_DEV_UBLK")
+	assert.Contains(t, msg, "6.12 or later")
+	assert.Contains(t, msg, "apt install -t bookworm-backports linux-image-amd64")
+
+	msg = noDriver("6.1", osRelease(dir+"/none"))
+	assert.Contains(t, msg, "6.12 or later")
+	assert.NotContains(t, msg, "bookworm", "no Debian hint where the system is not Debian 12")
+}
+
 func TestContainsModule(t *testing.T) {
 	dep := []byte("kernel/drivers/block/loop.ko.xz:\nkernel/drivers/block/ublk_drv.ko.xz:\n")
 	assert.True(t, containsModule(dep, "ublk_drv"))
