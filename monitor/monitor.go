@@ -1,0 +1,240 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"uraid/array"
+	"uraid/daemon"
+)
+
+// DefaultInterval is how often Scan looks for arrays that started. The run directory is a
+// tmpfs holding a socket per array: a look costs a directory read. Stops, failures and
+// hand-overs come at once through the streams; only a start waits for the next look.
+const DefaultInterval = 2 * time.Second
+
+// Config says what a Monitor reports and to whom.
+type Config struct {
+	// Out gets every event, from several goroutines but one at a time per array; an error ends
+	// the stream it came from (Watch returns it).
+	Out func(Event) error
+	// Program, if set, is run for every event but daemon.EventWatching (program.go).
+	Program string
+	// ProgramTimeout bounds a run of Program; DefaultProgramTimeout if 0.
+	ProgramTimeout time.Duration
+	// Interval is the pause between two looks for new arrays (Scan); DefaultInterval if 0.
+	Interval time.Duration
+	// Log gets what the monitor has to say about itself: a program failing, an array it cannot
+	// follow. slog.Default() if nil.
+	Log *slog.Logger
+}
+
+// Monitor reports the events of arrays to Config.Out and runs Config.Program for them.
+type Monitor struct {
+	cfg  Config
+	log  *slog.Logger
+	runs *programs // nil without a program
+
+	mu     sync.Mutex // guards arrays
+	arrays map[string]*tracked
+	// outMu makes Out see one event at a time.
+	outMu sync.Mutex
+
+	// lookup says what an array whose daemon went left behind: daemon.Lookup, which asks the
+	// kernel; tests give their own.
+	lookup func(context.Context, string) daemon.Entry
+}
+
+// tracked is what Scan knows of an array; under Monitor.mu.
+type tracked struct {
+	// following: a goroutine follows (or tries to follow) the array's stream.
+	following bool
+	// stopped: the array stopped (or the monitor has not seen it yet): the next daemon to answer
+	// started it. lost: its daemon went (died, failed, handed over): the next one took over.
+	stopped, lost bool
+	// device is the array's block device, from its last watching event.
+	device string
+}
+
+// New returns a monitor; ctx bounds the programs it runs (they are killed when it ends).
+func New(ctx context.Context, cfg Config) *Monitor {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	m := &Monitor{cfg: cfg, log: log, arrays: map[string]*tracked{}, lookup: daemon.Lookup}
+	if cfg.Program != "" {
+		m.runs = newPrograms(ctx, cfg.Program, cfg.ProgramTimeout, log)
+	}
+	return m
+}
+
+// Close waits for the program runs queued (killed if the monitor's context ended), and returns
+// an error if some failed.
+func (m *Monitor) Close() error {
+	if m.runs == nil {
+		return nil
+	}
+	return m.runs.close()
+}
+
+// report hands e to Out and has the program run for it.
+func (m *Monitor) report(e Event, device string) error {
+	m.outMu.Lock()
+	err := m.cfg.Out(e)
+	m.outMu.Unlock()
+	if m.runs != nil && e.Type != daemon.EventWatching {
+		m.runs.queue(e, device)
+	}
+	return err
+}
+
+// Watch reports the events of the array called name until ctx is done (nil), its daemon goes
+// (nil: the stream ended, after what the daemon had to say), or Out fails.
+func (m *Monitor) Watch(ctx context.Context, name string) error {
+	var device string
+	err := daemon.NewClient(name).Events(ctx, func(ae array.Event) error {
+		if ae.Device != "" && ae.Type == daemon.EventWatching {
+			device = ae.Device
+		}
+		return m.report(stamp(ae), device)
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Scan watches every array, those running now and those that start later, until ctx is done.
+// It reports array_started for an array it finds after its first look, and daemon_recovered
+// for a daemon that answers after one it lost. Each array's stream is followed by its own
+// goroutine; Scan waits for them before it returns.
+func (m *Monitor) Scan(ctx context.Context) error {
+	interval := m.cfg.Interval
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for first := true; ; first = false {
+		names, err := daemon.Running()
+		if err != nil {
+			m.log.Warn("cannot list running arrays", "dir", daemon.RunDir(), "err", err)
+		}
+		m.mu.Lock()
+		for _, name := range names {
+			t := m.arrays[name]
+			if t == nil {
+				t = &tracked{stopped: !first}
+				m.arrays[name] = t
+			}
+			if t.following {
+				continue
+			}
+			t.following = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m.follow(ctx, name, t)
+				m.mu.Lock()
+				t.following = false
+				m.mu.Unlock()
+			}()
+		}
+		m.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// follow reports the events of one connection to the array's daemon, and, when the daemon goes
+// without saying why, what it left.
+func (m *Monitor) follow(ctx context.Context, name string, t *tracked) {
+	var (
+		n       int    // events on this connection
+		last    string // the last one's type
+		claimed bool   // the monitor reported the daemon's start itself
+	)
+	err := daemon.NewClient(name).Events(ctx, func(ae array.Event) error {
+		n++
+		m.mu.Lock()
+		if ae.Type == daemon.EventWatching && ae.Device != "" {
+			t.device = ae.Device
+		}
+		device, stopped, lost := t.device, t.stopped, t.lost
+		if n == 1 {
+			t.stopped, t.lost = false, false
+		}
+		m.mu.Unlock()
+		if n == 1 && (stopped || lost) {
+			typ, msg := daemon.EventStarted, "started: a daemon answers for it"
+			if lost {
+				typ, msg = daemon.EventRecovered, "a new daemon answers for it"
+			}
+			claimed = true
+			if err := m.report(own(name, typ, device, msg+" on "+device), device); err != nil {
+				return err
+			}
+		}
+		// A daemon that just started says so itself right after the watching event, if the
+		// monitor came soon enough: the monitor has said it already.
+		if n == 2 && claimed && startEvent(ae.Type) {
+			return nil
+		}
+		last = ae.Type
+		return m.report(stamp(ae), device)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return
+	case n == 0:
+		// No daemon answers on the socket: a stale one, or one going or coming. The next look
+		// tries again.
+		m.log.Debug("no daemon answers", "array", name, "err", err)
+		return
+	case err != nil:
+		m.log.Warn("event stream broke", "array", name, "err", err)
+	}
+	m.mu.Lock()
+	device := t.device
+	m.mu.Unlock()
+	switch last {
+	case daemon.EventStopped:
+		m.mark(t, true, false)
+		return
+	case daemon.EventHandedOver, daemon.EventDeviceFailed:
+		// A successor is expected; it is reported when it answers.
+		m.mark(t, false, true)
+		return
+	}
+	e := m.lookup(ctx, name)
+	switch {
+	case e.Status != nil:
+		// A new daemon answers already: the next look follows it.
+		m.mark(t, false, true)
+	case e.Record == nil || e.Leftover().State == daemon.LeftGone:
+		m.mark(t, true, false)
+		_ = m.report(own(name, daemon.EventStopped, device, "its daemon went without a stop and left nothing behind"), device)
+	default:
+		m.mark(t, false, true)
+		l := e.Leftover()
+		if l.Device != "" {
+			device = l.Device
+		}
+		_ = m.report(own(name, EventDaemonLost, device, fmt.Sprintf("its daemon went without a stop: %s", l.Message)), device)
+	}
+}
+
+func (m *Monitor) mark(t *tracked, stopped, lost bool) {
+	m.mu.Lock()
+	t.stopped, t.lost = stopped, lost
+	m.mu.Unlock()
+}
