@@ -147,6 +147,9 @@ func (m *Monitor) Scan(ctx context.Context) error {
 			}()
 		}
 		m.mu.Unlock()
+		if first {
+			m.log.Info("watching for arrays", "dir", daemon.RunDir(), "interval", interval, "running", len(names))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
