@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -55,6 +56,8 @@ type tracked struct {
 	// stopped: the array stopped (or the monitor has not seen it yet): the next daemon to answer
 	// started it. lost: its daemon went (died, failed, handed over): the next one took over.
 	stopped, lost bool
+	// seen: the monitor followed the array's stream before.
+	seen bool
 	// device is the array's block device, from its last watching event.
 	device string
 }
@@ -81,7 +84,7 @@ func (m *Monitor) Close() error {
 	return m.runs.close()
 }
 
-// report hands e to Out and has the program run for it.
+// report hands e to Out and has the program run for it. An error is Out's, as an outError.
 func (m *Monitor) report(e Event, device string) error {
 	m.outMu.Lock()
 	err := m.cfg.Out(e)
@@ -89,8 +92,17 @@ func (m *Monitor) report(e Event, device string) error {
 	if m.runs != nil && e.Type != daemon.EventWatching {
 		m.runs.queue(e, device)
 	}
-	return err
+	if err != nil {
+		return outError{err}
+	}
+	return nil
 }
+
+// outError is Config.Out's failure: whoever reads the monitor is gone.
+type outError struct{ err error }
+
+func (e outError) Error() string { return "report event: " + e.err.Error() }
+func (e outError) Unwrap() error { return e.err }
 
 // Watch reports the events of the array called name until ctx is done (nil), its daemon goes
 // (nil: the stream ended, after what the daemon had to say), or Out fails.
@@ -108,11 +120,14 @@ func (m *Monitor) Watch(ctx context.Context, name string) error {
 	return err
 }
 
-// Scan watches every array, those running now and those that start later, until ctx is done.
-// It reports array_started for an array it finds after its first look, and daemon_recovered
-// for a daemon that answers after one it lost. Each array's stream is followed by its own
-// goroutine; Scan waits for them before it returns.
-func (m *Monitor) Scan(ctx context.Context) error {
+// Scan watches every array, those running now and those that start later, until ctx is done
+// (nil) or Out fails (its error). It reports array_started for an array it finds after its
+// first look, and daemon_recovered for a daemon that answers after one it lost; when it first
+// sees an array, it reports it degraded or failed if it is (as Oneshot). Each array's stream is
+// followed by its own goroutine; Scan waits for them before it returns.
+func (m *Monitor) Scan(parent context.Context) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
 	interval := m.cfg.Interval
 	if interval <= 0 {
 		interval = DefaultInterval
@@ -140,7 +155,9 @@ func (m *Monitor) Scan(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				m.follow(ctx, name, t)
+				if err := m.follow(ctx, name, t); err != nil {
+					cancel(err)
+				}
 				m.mu.Lock()
 				t.following = false
 				m.mu.Unlock()
@@ -152,6 +169,10 @@ func (m *Monitor) Scan(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			wg.Wait()
+			if err := context.Cause(ctx); errors.As(err, new(outError)) {
+				return err
+			}
 			return nil
 		case <-tick.C:
 		}
@@ -159,8 +180,8 @@ func (m *Monitor) Scan(ctx context.Context) error {
 }
 
 // follow reports the events of one connection to the array's daemon, and, when the daemon goes
-// without saying why, what it left.
-func (m *Monitor) follow(ctx context.Context, name string, t *tracked) {
+// without saying why, what it left. It returns Out's error, if Out failed.
+func (m *Monitor) follow(ctx context.Context, name string, t *tracked) error {
 	var (
 		n       int    // events on this connection
 		last    string // the last one's type
@@ -172,18 +193,18 @@ func (m *Monitor) follow(ctx context.Context, name string, t *tracked) {
 		if ae.Type == daemon.EventWatching && ae.Device != "" {
 			t.device = ae.Device
 		}
-		device, stopped, lost := t.device, t.stopped, t.lost
+		device, stopped, lost, seen := t.device, t.stopped, t.lost, t.seen
 		if n == 1 {
-			t.stopped, t.lost = false, false
+			t.stopped, t.lost, t.seen = false, false, true
 		}
 		m.mu.Unlock()
 		if n == 1 && (stopped || lost) {
-			typ, msg := daemon.EventStarted, "started: a daemon answers for it"
+			typ, msg := daemon.EventStarted, "started on "+device
 			if lost {
-				typ, msg = daemon.EventRecovered, "a new daemon answers for it"
+				typ, msg = daemon.EventRecovered, "a new daemon serves "+device
 			}
 			claimed = true
-			if err := m.report(own(name, typ, device, msg+" on "+device), device); err != nil {
+			if err := m.report(own(name, typ, device, msg), device); err != nil {
 				return err
 			}
 		}
@@ -193,16 +214,24 @@ func (m *Monitor) follow(ctx context.Context, name string, t *tracked) {
 			return nil
 		}
 		last = ae.Type
-		return m.report(stamp(ae), device)
+		if err := m.report(stamp(ae), device); err != nil {
+			return err
+		}
+		if n == 1 && (!seen || stopped) {
+			return m.reportState(ctx, name)
+		}
+		return nil
 	})
 	switch {
 	case ctx.Err() != nil:
-		return
+		return nil
+	case errors.As(err, new(outError)):
+		return err
 	case n == 0:
 		// No daemon answers on the socket: a stale one, or one going or coming. The next look
 		// tries again.
 		m.log.Debug("no daemon answers", "array", name, "err", err)
-		return
+		return nil
 	case err != nil:
 		m.log.Warn("event stream broke", "array", name, "err", err)
 	}
@@ -212,11 +241,11 @@ func (m *Monitor) follow(ctx context.Context, name string, t *tracked) {
 	switch last {
 	case daemon.EventStopped:
 		m.mark(t, true, false)
-		return
+		return nil
 	case daemon.EventHandedOver, daemon.EventDeviceFailed:
 		// A successor is expected; it is reported when it answers.
 		m.mark(t, false, true)
-		return
+		return nil
 	}
 	e := m.lookup(ctx, name)
 	switch {
@@ -225,15 +254,30 @@ func (m *Monitor) follow(ctx context.Context, name string, t *tracked) {
 		m.mark(t, false, true)
 	case e.Record == nil || e.Leftover().State == daemon.LeftGone:
 		m.mark(t, true, false)
-		_ = m.report(own(name, daemon.EventStopped, device, "its daemon went without a stop and left nothing behind"), device)
+		return m.report(own(name, daemon.EventStopped, device, "its daemon went without a stop and left nothing behind"), device)
 	default:
 		m.mark(t, false, true)
 		l := e.Leftover()
 		if l.Device != "" {
 			device = l.Device
 		}
-		_ = m.report(own(name, EventDaemonLost, device, fmt.Sprintf("its daemon went without a stop: %s", l.Message)), device)
+		return m.report(own(name, EventDaemonLost, device, fmt.Sprintf("its daemon went without a stop: %s", l.Message)), device)
 	}
+	return nil
+}
+
+// reportState reports the array degraded or failed if it is, as Oneshot does: for an array the
+// monitor sees for the first time, or that started, whose state no event told.
+func (m *Monitor) reportState(ctx context.Context, name string) error {
+	var st daemon.Status
+	if err := daemon.NewClient(name).Status(ctx, &st); err != nil {
+		m.log.Debug("no status", "array", name, "err", err)
+		return nil
+	}
+	if e, ok := attention(daemon.Entry{Name: name, Status: &st}); ok {
+		return m.report(e, st.Device)
+	}
+	return nil
 }
 
 func (m *Monitor) mark(t *tracked, stopped, lost bool) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,6 +224,32 @@ func TestScanArrayStartsAndStops(t *testing.T) {
 		daemon.EventStarted, daemon.EventWatching, daemon.EventStopped)
 	stop()
 	require.NoError(t, m.Close())
+}
+
+// TestScanStateAtFirstSight: an array degraded when the scan first sees it, or when it starts,
+// is reported degraded, as --oneshot would; one that fails later says so itself.
+func TestScanStateAtFirstSight(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	m, s, _ := newMonitor(t, Config{})
+	sick := startFake(t, "sick", "/dev/ublkb0", "degraded")
+	sick.members = []array.MemberStatus{{Index: 0, Path: "/dev/sda", State: "active"}, {Index: 1, Path: "/dev/sdb", State: "failed"}}
+	scanning(t, m)
+	s.waitTypes(t, "sick", daemon.EventWatching, array.EventDegraded)
+	assert.Equal(t, "degraded on /dev/ublkb0: member 1 (/dev/sdb) failed", s.all()[1].Message)
+
+	startFake(t, "late", "/dev/ublkb1", "failed")
+	s.waitTypes(t, "late", daemon.EventStarted, daemon.EventWatching, array.EventArrayFailed)
+}
+
+// TestScanEndsWhenOutFails: a monitor whose reader is gone ends, with why, instead of
+// following arrays for nobody.
+func TestScanEndsWhenOutFails(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	startFake(t, "data", "/dev/ublkb0", "clean")
+	m := New(context.Background(), Config{Interval: 5 * time.Millisecond, Log: slog.New(slog.DiscardHandler),
+		Out: func(Event) error { return syscall.EPIPE }})
+	err := m.Scan(context.Background())
+	assert.ErrorIs(t, err, syscall.EPIPE)
 }
 
 // TestScanDaemonLostAndRecovered: a daemon that goes and leaves its device is reported lost,

@@ -78,6 +78,7 @@ func (p *programs) queue(e Event, device string) {
 	select {
 	case r.queue <- job{e: e, device: device}:
 	default:
+		p.runs++
 		p.failed++
 		p.log.Error("program not run: too many events wait for it", "array", e.Array, "event", e.Type, "waiting", programQueueLen)
 	}

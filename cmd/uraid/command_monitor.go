@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -64,6 +65,12 @@ The daemons log the same events (docs/cli.md: uraid monitor).`,
 				return usageError{errors.New("--scan and --oneshot watch every array: name none")}
 			case o.interval != 0 && !o.scan:
 				return usageError{errors.New("--interval is --scan's")}
+			}
+			if o.program != "" {
+				// Found now rather than at the first event, when nobody reads the error.
+				if _, err := exec.LookPath(o.program); err != nil {
+					return fmt.Errorf("--program: %w (give the path of an executable file; it runs without a shell)", err)
+				}
 			}
 			return nil
 		},

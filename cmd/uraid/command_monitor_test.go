@@ -109,6 +109,9 @@ func TestMonitorCLI(t *testing.T) {
 		code, _, errOut = runCLI(t, args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)
 	}
+	code, _, errOut = runCLI(t, "monitor", "--oneshot", "--program", "/nonexistent/page-me")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "--program: exec: \"/nonexistent/page-me\": stat /nonexistent/page-me: no such file or directory (give the path")
 }
 
 // lockedBuffer is a command's output that the test reads while the command writes it.
