@@ -231,7 +231,7 @@ func (m *Monitor) follow(ctx context.Context, name string, t *tracked) error {
 		// No daemon answers on the socket: a stale one, or one going or coming. The next look
 		// tries again.
 		m.log.Debug("no daemon answers", "array", name, "err", err)
-		return nil
+		return m.firstSightUnanswered(ctx, name, t)
 	case err != nil:
 		m.log.Warn("event stream broke", "array", name, "err", err)
 	}
@@ -276,6 +276,34 @@ func (m *Monitor) reportState(ctx context.Context, name string) error {
 	}
 	if e, ok := attention(daemon.Entry{Name: name, Status: &st}); ok {
 		return m.report(e, st.Device)
+	}
+	return nil
+}
+
+// firstSightUnanswered reports an array the monitor sees for the first time with no daemon
+// answering for it if its daemon is gone and left the device: nobody else would say so.
+func (m *Monitor) firstSightUnanswered(ctx context.Context, name string, t *tracked) error {
+	m.mu.Lock()
+	seen := t.seen
+	t.seen = true
+	m.mu.Unlock()
+	if seen {
+		return nil
+	}
+	e := m.lookup(ctx, name)
+	l := e.Leftover()
+	switch {
+	case e.Status != nil || l.DaemonRunning:
+		// A daemon answers now, or is starting: the next look follows it as a first sight.
+		m.mu.Lock()
+		t.seen = false
+		m.mu.Unlock()
+	case e.Record == nil || l.State == daemon.LeftGone:
+		// A stale socket: a daemon that answers later started the array.
+		m.mark(t, true, false)
+	default:
+		m.mark(t, false, true)
+		return m.report(own(name, EventDaemonLost, l.Device, "no daemon answers: "+l.Message), l.Device)
 	}
 	return nil
 }

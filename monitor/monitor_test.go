@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,6 +240,31 @@ func TestScanStateAtFirstSight(t *testing.T) {
 
 	startFake(t, "late", "/dev/ublkb1", "failed")
 	s.waitTypes(t, "late", daemon.EventStarted, daemon.EventWatching, array.EventArrayFailed)
+}
+
+// TestScanLeftoverAtFirstSight: an array whose daemon died before the monitor started, leaving
+// its socket and its device, is reported lost at once; the daemon that takes it over is
+// reported as such.
+func TestScanLeftoverAtFirstSight(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	ln, err := net.Listen("unix", daemon.SocketPath("data"))
+	require.NoError(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	require.NoError(t, ln.Close()) // the socket stays, as a killed daemon's does
+	m, s, _ := newMonitor(t, Config{})
+	m.lookup = func(context.Context, string) daemon.Entry {
+		return daemon.Entry{Name: "data", Err: daemon.ErrNotRunning,
+			Record: &daemon.Record{Version: 1, Name: "data", PID: 1 << 30, DeviceID: 3, Device: "/dev/ublkb3"},
+			Device: &ublk.DeviceInfo{ID: 3, State: "quiesced"}}
+	}
+	scanning(t, m)
+	s.waitTypes(t, "data", EventDaemonLost)
+	lost := s.all()[0]
+	assert.Equal(t, "/dev/ublkb3", lost.Device)
+	assert.Contains(t, lost.Message, "uraid recover data takes it over")
+
+	startFake(t, "data", "/dev/ublkb3", "clean")
+	s.waitTypes(t, "data", EventDaemonLost, daemon.EventRecovered, daemon.EventWatching)
 }
 
 // TestScanEndsWhenOutFails: a monitor whose reader is gone ends, with why, instead of

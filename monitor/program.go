@@ -149,12 +149,14 @@ func Env(e Event, device string) ([]string, error) {
 		return nil, err
 	}
 	args := Args(e, device)
-	env := []string{"URAID_EVENT=" + e.Type, "URAID_ARRAY=" + e.Array, "URAID_DEVICE=" + args[1],
-		"URAID_MEMBER=" + e.Path, "URAID_EVENT_JSON=" + string(b)}
+	var slot string
 	if e.Member != nil {
-		env = append(env, "URAID_MEMBER_SLOT="+strconv.Itoa(*e.Member))
+		slot = strconv.Itoa(*e.Member)
 	}
-	return env, nil
+	// Every variable is set, empty if need be, so that none leaks in from the monitor's own
+	// environment.
+	return []string{"URAID_EVENT=" + e.Type, "URAID_ARRAY=" + e.Array, "URAID_DEVICE=" + args[1],
+		"URAID_MEMBER=" + e.Path, "URAID_MEMBER_SLOT=" + slot, "URAID_EVENT_JSON=" + string(b)}, nil
 }
 
 // run runs the program for j and says why it failed: its exit, a signal, or the timeout.
