@@ -19,8 +19,8 @@ const DefaultInterval = 2 * time.Second
 
 // Config says what a Monitor reports and to whom.
 type Config struct {
-	// Out gets every event, from several goroutines but one at a time per array; an error ends
-	// the stream it came from (Watch returns it).
+	// Out gets every event, one at a time, in each array's order. An error ends the stream it
+	// came from (Watch returns it) and Scan.
 	Out func(Event) error
 	// Program, if set, is run for every event but daemon.EventWatching (program.go).
 	Program string
