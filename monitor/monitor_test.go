@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -378,6 +380,46 @@ func TestProgramFailsOrHangs(t *testing.T) {
 	err := m.Close()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "2 of 3 runs failed")
+
+	b, err := os.ReadFile(out + ".hung")
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	testutil.WaitFor(t, "the hung program's child to be killed with it", func() bool { return gone(pid) })
+}
+
+// gone reports whether process pid has exited (a zombie nobody reaped has).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
+// TestWatchRunsProgram: monitor NAME runs the program too, and Close waits for the runs its
+// events queued after the array's stream ended.
+func TestWatchRunsProgram(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	path, out := program(t)
+	m, s, _ := newMonitor(t, Config{Program: path})
+	d := startFake(t, "data", "/dev/ublkb4", "clean")
+	done := make(chan error, 1)
+	go func() { done <- m.Watch(context.Background(), "data") }()
+	testutil.WaitFor(t, "the monitor to follow the array", func() bool { return d.watchers() == 1 })
+	d.publish(array.EventSyncStarted, "check started", "")
+	d.publish(daemon.EventStopped, "stopped cleanly", "")
+	d.close(t)
+	require.NoError(t, testutil.Receive(t, done, "Watch to end with the daemon"))
+	assert.Equal(t, []string{daemon.EventWatching, array.EventSyncStarted, daemon.EventStopped}, s.of("data"))
+	require.NoError(t, m.Close())
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	require.Len(t, lines, 2, "Close waited for both runs")
+	assert.Contains(t, lines[0], "event=sync_started")
+	assert.Contains(t, lines[1], "args=2|array_stopped|/dev/ublkb4|")
 }
 
 // TestOneshot: the arrays that need attention are reported once, with the program run for

@@ -10,7 +10,9 @@ case "$URAID_EVENT_JSON" in
 	;;
 *'"message":"hang'*)
 	echo "hanging as asked"
-	sleep 600
+	sleep 600 &
+	echo $! >"$URAID_TEST_OUT.hung"
+	wait
 	;;
 esac
 printf 'args=%s|%s|%s|%s event=%s array=%s device=%s member=%s slot=%s json=%s\n' \
