@@ -223,7 +223,7 @@ demo: build
 clean:
 	rm -rf $(BUILD)
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd unit, the udev rules and the
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the systemd units, the udev rules and the
 # docs (docs/boot.md says what they do). The unit and the rules name the binary where it goes.
 # A distribution package would set PREFIX=/usr UDEVRULESDIR=/usr/lib/udev/rules.d
 # SYSTEMDUNITDIR=/usr/lib/systemd/system.
@@ -239,6 +239,8 @@ install: build
 	install -d $(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)
 	$(INSTALLED_BIN) packaging/udev/69-uraid.rules >$(DESTDIR)$(UDEVRULESDIR)/69-uraid.rules
 	$(INSTALLED_BIN) packaging/systemd/uraid@.service >$(DESTDIR)$(SYSTEMDUNITDIR)/uraid@.service
-	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/69-uraid.rules $(DESTDIR)$(SYSTEMDUNITDIR)/uraid@.service
+	$(INSTALLED_BIN) packaging/systemd/uraid-monitor.service >$(DESTDIR)$(SYSTEMDUNITDIR)/uraid-monitor.service
+	chmod 0644 $(DESTDIR)$(UDEVRULESDIR)/69-uraid.rules $(DESTDIR)$(SYSTEMDUNITDIR)/uraid@.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/uraid-monitor.service
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 	@if [ -z "$(DESTDIR)" ]; then echo "install: now run: udevadm control --reload && systemctl daemon-reload"; fi

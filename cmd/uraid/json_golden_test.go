@@ -17,6 +17,7 @@ import (
 	"uraid/daemon"
 	"uraid/discard"
 	"uraid/mapping"
+	"uraid/monitor"
 	"uraid/raid"
 	"uraid/ublk"
 )
@@ -118,14 +119,40 @@ func TestGoldenExamineJSON(t *testing.T) {
 	goldenFile(t, "examine.json", encoded(t, examineOf("/dev/sdb", sb)))
 }
 
+// TestGoldenEventJSON pins the lines of uraid monitor --json: an event with every field set,
+// and one the monitor makes itself.
+func TestGoldenEventJSON(t *testing.T) {
+	var b bytes.Buffer
+	p := &eventPrinter{w: &b, json: true}
+	slot := 1
+	require.NoError(t, p.print(monitor.Event{Schema: daemon.Schema, Event: array.Event{Time: goldenTime, Array: "demo",
+		Type: array.EventSyncFinished, Member: &slot, Path: "/dev/sdc", Action: array.SyncRebuild, DoneBytes: 1 << 30,
+		TotalBytes: 1 << 30, MismatchBytes: 4096, RepairedBytes: 4096, Outcome: array.OutcomeFailed,
+		Error: "read member 0: input/output error", Device: "/dev/ublkb0", Message: "rebuild of member 1 failed"}}))
+	require.NoError(t, p.print(monitor.Event{Schema: daemon.Schema, Event: array.Event{Time: goldenTime, Array: "demo",
+		Type: monitor.EventDaemonLost, Device: "/dev/ublkb0",
+		Message: "its daemon went without a stop: quiesced: daemon 812 was killed; uraid recover demo takes it over"}}))
+	goldenFile(t, "events.jsonl", b.Bytes())
+}
+
 // TestJSONNamingRule checks every key of every golden file against the rule docs/cli.md states:
 // snake_case, and so no key that a later field could collide with by case.
 func TestJSONNamingRule(t *testing.T) {
-	for _, f := range []string{"detail.json", "status.json", "list.json", "examine.json"} {
+	for _, f := range []string{"detail.json", "status.json", "list.json", "examine.json", "events.jsonl"} {
 		b, err := os.ReadFile(filepath.Join("testdata", f))
 		require.NoError(t, err)
 		var v any
-		require.NoError(t, json.Unmarshal(b, &v))
+		if filepath.Ext(f) == ".jsonl" {
+			var lines []any
+			for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+				var o any
+				require.NoError(t, json.Unmarshal(line, &o), f)
+				lines = append(lines, o)
+			}
+			v = lines
+		} else {
+			require.NoError(t, json.Unmarshal(b, &v))
+		}
 		walkKeys(v, func(k string) {
 			for _, c := range k {
 				assert.True(t, c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'), "%s: key %q is not snake_case", f, k)
