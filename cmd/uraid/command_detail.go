@@ -69,13 +69,17 @@ func testCode(code int) error {
 }
 
 // testFailure is what a command that could not get the information returns: with --test it says
-// why on stderr and exits 4, as mdadm --detail --test does; without it, err.
+// why on stderr and exits 4, as mdadm --detail --test does (2 for an array whose daemon died and
+// left its device: it is unusable until recovered); without it, err.
 func testFailure(cmd *cobra.Command, test bool, err error) error {
 	var ue usageError
 	if !test || errors.As(err, &ue) {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "uraid: %v\n", err)
+	if errors.As(err, new(leftoverError)) {
+		return exitCode(exitTestFailed)
+	}
 	return exitCode(exitTestError)
 }
 

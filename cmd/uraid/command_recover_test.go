@@ -89,4 +89,6 @@ func TestStatusShowsDeadDaemon(t *testing.T) {
 	code, _, errOut := runCLI(t, "detail", "gone")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "array gone is not running: not answering: daemon")
+	code, _, _ = runCLI(t, "detail", "--test", "gone")
+	assert.Equal(t, exitTestFailed, code, "detail --test: an array whose daemon died is unusable")
 }

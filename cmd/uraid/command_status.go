@@ -14,13 +14,19 @@ import (
 	"uraid/mapping"
 )
 
+// leftoverError says that an array's daemon is gone and left its record: the array is unusable
+// until it is recovered (detail --test exits 2 for it, as status --test does).
+type leftoverError struct{ error }
+
+func (e leftoverError) Unwrap() error { return e.error }
+
 func arrayStatus(ctx context.Context, name string) (daemon.Status, error) {
 	var st daemon.Status
 	err := daemon.NewClient(name).Status(ctx, &st)
 	if errors.Is(err, daemon.ErrNotRunning) {
 		// Say what the dead daemon left, and what to do about it.
 		if e := daemon.Lookup(ctx, name); e.Record != nil {
-			return st, fmt.Errorf("array %s is not running: %s", name, e.Describe())
+			return st, leftoverError{fmt.Errorf("array %s is not running: %s", name, e.Describe())}
 		}
 	}
 	return st, err

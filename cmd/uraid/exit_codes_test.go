@@ -65,7 +65,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"detail", "--test", "nosuch"}, exitTestError, false},
 		{[]string{"detail", "--test", "bad/name"}, exitUsage, false},
 		{[]string{"detail", "dead"}, exitError, true},
-		{[]string{"detail", "--test", "dead"}, exitTestError, true},
+		{[]string{"detail", "--test", "dead"}, exitTestFailed, true},
 		{[]string{"stop", "nosuch"}, exitError, false},
 		{[]string{"stop", "bad/name"}, exitUsage, false},
 		{[]string{"stop", "/dev/sda"}, exitError, false},

@@ -14,9 +14,9 @@ import (
 
 // Exit codes that scripts can rely on.
 const (
-	exitOK       = 0
-	exitError    = 1
-	exitUsage    = 2
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
 	// With --test, detail and status answer for the arrays' health as mdadm --detail --test does:
 	// 1 an array is degraded, 2 one is failed (unusable: for status also one not answering), 4 the
 	// information could not be had. Without --test they exit 0 whenever they report.
