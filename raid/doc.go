@@ -43,7 +43,8 @@
 // writes their superblocks; CheckFresh, which it applies to every member,
 // refuses a device holding a superblock or a filesystem. Scan reads the
 // superblocks of candidate devices (BlockCandidates, ReadConfig) and
-// groups them by array, for assembly at boot.
+// groups them by array, for assembly at boot; Config.Select applies the
+// configuration's ARRAY allow-list to what it found.
 //
 // # Concurrency
 //
