@@ -145,8 +145,9 @@ func (o Options) logger() *slog.Logger {
 
 // Assemble opens the members at paths, checks that they form the array called name and returns it
 // ready to serve. Members that are absent or stale are refused unless o.Degraded, and even then
-// only when every byte still has a copy.
+// only when every byte still has a copy. Each member is known by its raid.StablePath from here on.
 func Assemble(name string, paths []string, o Options) (*Array, error) {
+	paths = raid.StablePaths(paths)
 	var opened []*raid.Member
 	fail := func(err error) (*Array, error) {
 		for _, m := range opened {

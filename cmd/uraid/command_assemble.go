@@ -9,6 +9,7 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/raid"
 )
 
 type assembleOptions struct {
@@ -117,7 +118,7 @@ func checkRecordedMembers(name string, given []string) error {
 		return err
 	}
 	for _, m := range rec.Members {
-		if !slices.Contains(given, m) {
+		if !slices.ContainsFunc(given, func(g string) bool { return raid.SameMemberPath(m, g) }) {
 			return fmt.Errorf("array %s: its device %s was served from members %v, and %s is not among those given: name the array's members, or recover it with uraid recover %s",
 				name, rec.Device, rec.Members, m, name)
 		}
