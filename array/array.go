@@ -147,6 +147,9 @@ func (o Options) logger() *slog.Logger {
 // ready to serve. Members that are absent or stale are refused unless o.Degraded, and even then
 // only when every byte still has a copy. Each member is known by its raid.StablePath from here on.
 func Assemble(name string, paths []string, o Options) (*Array, error) {
+	if err := raid.CheckNamedOnce(paths); err != nil {
+		return nil, fmt.Errorf("assemble: %w", err)
+	}
 	paths = raid.StablePaths(paths)
 	var opened []*raid.Member
 	fail := func(err error) (*Array, error) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -205,6 +206,41 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level.ShortName()))
 	}
 	return a, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
+}
+
+// CheckNamedOnce refuses a member named twice, also under two names of one file or disk, before
+// any is opened: the second open would fail on the first's lock (or exclusive claim) and blame
+// another process. A path that cannot be read is left to the open to report.
+func CheckNamedOnce(paths []string) error {
+	type named struct {
+		path string
+		fi   os.FileInfo
+	}
+	var seen []named
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		for _, q := range seen {
+			if os.SameFile(q.fi, fi) {
+				also := ""
+				if q.path != p {
+					also = fmt.Sprintf(" (also as %s, the same %s)", q.path, kindOf(fi))
+				}
+				return fmt.Errorf("member %s is named twice%s: name each member once", p, also)
+			}
+		}
+		seen = append(seen, named{p, fi})
+	}
+	return nil
+}
+
+func kindOf(fi os.FileInfo) string {
+	if fi.Mode()&os.ModeDevice != 0 {
+		return "disk"
+	}
+	return "file"
 }
 
 // tornBehind reports whether sb, behind ref, missed only ref's update and ref still names it in

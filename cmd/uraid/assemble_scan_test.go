@@ -179,3 +179,31 @@ func TestExamineScan(t *testing.T) {
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "no such configuration file")
 }
+
+// TestAssembleMemberNamedTwice: a member named twice, also under another name of the same file,
+// is refused as such (not blamed on another process holding it), and nothing is written.
+func TestAssembleMemberNamedTwice(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	ps := memberFiles(t, 2, 8<<20)
+	ms, _, err := raid.Create(raid.CreateOptions{Name: "twice", Level: mapping.RAID1, Size: 4 << 20, Members: ps})
+	require.NoError(t, err)
+	for _, m := range ms {
+		m.Close()
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(ps[0], link))
+	before := fileSums(t, ps)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{ps[0], ps[0], ps[1]}, "member " + ps[0] + " is named twice: name each member once"},
+		{[]string{ps[0], ps[1], link}, "member " + link + " is named twice (also as " + ps[0] + ", the same file): name each member once"},
+	} {
+		code, _, errOut := runCLI(t, append([]string{"assemble", "twice", "--foreground"}, tt.args...)...)
+		assert.Equal(t, exitError, code)
+		assert.Contains(t, errOut, tt.want)
+		assert.NotContains(t, errOut, "another uraid process")
+	}
+	assert.Equal(t, before, fileSums(t, ps), "nothing written")
+}
