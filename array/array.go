@@ -174,7 +174,7 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	asm, err := raid.CheckAssembly(sbs)
 	if asm == nil || (err != nil && !o.Degraded) {
 		if err != nil && asm != nil {
-			err = fmt.Errorf("%w (or assemble with --degraded to run without them)", err)
+			err = fmt.Errorf("%w%s", err, raid.DegradedHint(asm, "name every member"))
 		}
 		return fail(err)
 	}

@@ -88,7 +88,9 @@ var (
 // and/or ErrStaleMember, so a caller that accepts a degraded array can go
 // on and one that does not simply fails. Whether a degraded array can run
 // at all depends on the level and layout; for levels without redundancy it
-// never can, and the error says so.
+// never can, and the error says so. The error states what is wrong, not what
+// to do: the caller knows how the members were found and adds that once
+// (DegradedHint).
 func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("assemble: %w: name the array's member devices", ErrNoMembers)
@@ -187,7 +189,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		return a, nil
 	}
 	for _, m := range a.Stale {
-		errs = append(errs, fmt.Errorf("member %s (index %d): events %d behind %d: %w, it missed writes; re-add it or assemble without it",
+		errs = append(errs, fmt.Errorf("member %s (index %d): events %d behind %d: %w, it missed writes",
 			m.Path, m.SB.Index, m.SB.Events, ref.Events, ErrStaleMember))
 	}
 	if len(a.Missing) > 0 {
@@ -199,7 +201,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		if len(idx) > 1 {
 			noun, pronoun = "indexes", "them"
 		}
-		errs = append(errs, fmt.Errorf("member %s %s %w: no given device claims %s; name every member, or assemble degraded",
+		errs = append(errs, fmt.Errorf("member %s %s %w: no given device claims %s",
 			noun, strings.Join(idx, ", "), ErrMissingMember, pronoun))
 	}
 	if !ref.Level.Redundant() {
@@ -241,6 +243,17 @@ func kindOf(fi os.FileInfo) string {
 		return "disk"
 	}
 	return "file"
+}
+
+// DegradedHint is what to do about an assembly that is only degraded (CheckAssembly returned a
+// and an error), to follow that error: how to run it anyway, for a level with redundancy; nothing
+// for one without, whose error already says it cannot run. how says how to get the members all
+// there, as the caller found them ("name every member").
+func DegradedHint(a *Assembly, how string) string {
+	if a == nil || !a.Newest.Level.Redundant() {
+		return ""
+	}
+	return "; " + how + ", or assemble with --degraded to run without the missing or stale members (uraid add brings them back)"
 }
 
 // tornBehind reports whether sb, behind ref, missed only ref's update and ref still names it in

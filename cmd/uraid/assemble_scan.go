@@ -210,7 +210,7 @@ func readyToAssemble(ctx context.Context, f raid.Found, degraded bool) error {
 		return fmt.Errorf("array %s: not assembled: %w", f.Name, err)
 	}
 	if err != nil && !degraded {
-		return fmt.Errorf("array %s: not assembled: %w; it starts once every member is there, or now with --degraded", f.Name, err)
+		return fmt.Errorf("array %s: not assembled: %w%s", f.Name, err, raid.DegradedHint(asm, "it starts once every member is there"))
 	}
 	return daemon.CheckFree(ctx, f.Name)
 }

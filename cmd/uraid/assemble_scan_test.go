@@ -207,3 +207,40 @@ func TestAssembleMemberNamedTwice(t *testing.T) {
 	}
 	assert.Equal(t, before, fileSums(t, ps), "nothing written")
 }
+
+// TestDegradedHintOnce: an incomplete mirror's refusal says once how to run it anyway, whether its
+// members were named or scanned; a raid0's, which cannot run degraded, does not suggest it.
+func TestDegradedHintOnce(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	old := sysBlock
+	sysBlock = t.TempDir()
+	t.Cleanup(func() { sysBlock = old })
+	mk := func(name string, level mapping.Level) []string {
+		ps := memberFiles(t, 2, 8<<20)
+		ms, _, err := raid.Create(raid.CreateOptions{Name: name, Level: level, Size: 4 << 20, Members: ps})
+		require.NoError(t, err)
+		for _, m := range ms {
+			m.Close()
+		}
+		return ps
+	}
+	mirror, stripe := mk("mirror", mapping.RAID1), mk("stripe", mapping.RAID0)
+	conf := filepath.Join(t.TempDir(), "uraid.conf")
+	require.NoError(t, os.WriteFile(conf, []byte(mirror[0]+"\n"), 0o644))
+	for _, tt := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"assemble", "mirror", "--foreground", mirror[0]}, "name every member, or assemble with --degraded"},
+		{[]string{"assemble", "--scan", "--config", conf}, "it starts once every member is there, or assemble with --degraded"},
+	} {
+		code, _, errOut := runCLI(t, tt.args...)
+		assert.Equal(t, exitError, code)
+		assert.Contains(t, errOut, tt.hint, "%v", tt.args)
+		assert.Equal(t, 1, strings.Count(errOut, "degraded"), "%v: %s", tt.args, errOut)
+	}
+	code, _, errOut := runCLI(t, "assemble", "stripe", "--foreground", stripe[0])
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "level 0 has no redundancy")
+	assert.NotContains(t, errOut, "degraded")
+}
