@@ -11,6 +11,7 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 )
 
 func newDetailCommand() *cobra.Command {
@@ -119,9 +120,9 @@ func writeDetail(out io.Writer, st daemon.Status) {
 		row("Layout", st.Layout)
 	}
 	if st.ChunkBytes > 0 {
-		row("Chunk Size", formatSize(st.ChunkBytes))
+		row("Chunk Size", bytesize.Format(st.ChunkBytes))
 	}
-	row("Array Size", fmt.Sprintf("%s (%d bytes)", formatSize(st.SizeBytes), st.SizeBytes))
+	row("Array Size", fmt.Sprintf("%s (%d bytes)", bytesize.Format(st.SizeBytes), st.SizeBytes))
 	row("Raid Devices", fmt.Sprint(len(st.Members)))
 	row("Active Devices", fmt.Sprint(active(st)))
 	if len(st.Spares) > 0 {
@@ -145,7 +146,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 	row("Zero Copy", zeroCopyText(st))
 	row("Batch I/O", batchIOText(st))
 	row("Discards", fmt.Sprintf("%d requests, %s, split into %d member ranges", st.Discard.Requests,
-		formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
+		bytesize.Format(int64(st.Discard.Bytes)), st.Discard.MemberRanges))
 	writeSyncDetail(row, st)
 	fmt.Fprintln(out)
 	t := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -154,7 +155,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 		d := m.Discard
 		unit := "none"
 		if m.DiscardGranularity > 0 {
-			unit = formatSize(m.DiscardGranularity)
+			unit = bytesize.Format(m.DiscardGranularity)
 		}
 		exclusive := "no"
 		if m.TrimExclusive {
@@ -162,7 +163,7 @@ func writeDetail(out io.Writer, st daemon.Status) {
 		}
 		fmt.Fprintf(t, "%d\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", m.Index, m.State, unit,
 			m.TrimInFlight, exclusive, m.IO.Reads, m.IO.Writes,
-			m.IO.Errors+d.Errors, d.Issued, formatSize(d.IssuedBytes), d.Merged, d.Queued, d.InFlight,
+			m.IO.Errors+d.Errors, d.Issued, bytesize.Format(d.IssuedBytes), d.Merged, d.Queued, d.InFlight,
 			d.Latency.P50, d.Latency.P99, d.Latency.Max, m.Path)
 		if m.Replacement != "" {
 			fmt.Fprintf(t, "%d\treplacement\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%s\n", m.Index, m.Replacement)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 	"uraid/raid"
 )
 
@@ -99,12 +100,12 @@ uraid examine --scan >> /etc/uraid.conf makes assemble --scan start exactly thes
 				row("Layout", e.Layout)
 			}
 			if e.ChunkBytes > 0 {
-				row("Chunk Size", formatSize(int64(e.ChunkBytes)))
+				row("Chunk Size", bytesize.Format(int64(e.ChunkBytes)))
 			}
 			row("Raid Devices", e.MemberCount)
 			row("Device Role", fmt.Sprintf("member %d", e.Index))
 			row("Data Offset", fmt.Sprintf("%d bytes", e.DataOffsetBytes))
-			row("Data Size", fmt.Sprintf("%s (%d bytes)", formatSize(int64(e.DataSizeBytes)), e.DataSizeBytes))
+			row("Data Size", fmt.Sprintf("%s (%d bytes)", bytesize.Format(int64(e.DataSizeBytes)), e.DataSizeBytes))
 			row("Events", e.Events)
 			row("State", e.State)
 			row("Creation Time", e.CreateTime.Format(time.RFC3339))

@@ -11,6 +11,7 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 	"uraid/mapping"
 )
 
@@ -145,7 +146,7 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 	fmt.Fprintf(w, "%s : %s %s %s %s\n", st.Name, stateText(st), level, st.Device, strings.Join(paths, " "))
 	chunk := ""
 	if st.ChunkBytes > 0 {
-		chunk = " " + formatSize(st.ChunkBytes) + " chunks"
+		chunk = " " + bytesize.Format(st.ChunkBytes) + " chunks"
 	}
 	var queued, inflight int
 	for _, m := range st.Members {
@@ -153,8 +154,8 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 		inflight += m.Discard.InFlight
 	}
 	fmt.Fprintf(w, "      %s%s [%d/%d] [%s] discard %s: %d requests, %s, %d member ranges, %d queued, %d in flight\n",
-		formatSize(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
-		st.Discard.Requests, formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
+		bytesize.Format(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
+		st.Discard.Requests, bytesize.Format(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
 	fmt.Fprintf(w, "      TRIMs at once [%s], exclusive: %s\n", strings.Join(trimDepths(st), " "), exclusiveMembers(st))
 	writeSyncLine(w, st)
 }
