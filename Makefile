@@ -125,10 +125,10 @@ test-planted-all:
 		-robust.ops=$(PLANT_OPS) -robust.deadline=35m
 
 # The suite against md (bench/, docs/benchmarks.md): four simulated SSDs served by simssd, md and
-# uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench takes
-# about 30 minutes under TCG and rewrites docs/bench/results.json and docs/img/; bench-quick (RAID10
-# only, smaller, one repetition, about 3.5 minutes on a quiet host before (g) joined it) prints its
-# ratios beside the committed ones and fails only if a scenario cannot run.
+# uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench
+# rewrites docs/bench/results.json and docs/img/; bench-quick (RAID10 only, smaller, one repetition)
+# prints its ratios beside the committed ones and fails only if a scenario cannot run. How long
+# each takes, measured: see docs/benchmarks.md (Reproducing).
 BENCH_OUT := $(BUILD)/bench
 
 # bench/ is its own module, so its commands are built from inside it: abspath keeps the binaries in
@@ -166,7 +166,8 @@ bench-quick: vm-setup bench-build
 	@exit $$(cat $(BENCH_OUT)/rc)
 
 # The ublk file target against the kernel loop device over a RAM block device in the guest
-# (bench/ublkbench, docs/bench-ublk.md): about 12 minutes under TCG. Rewrites docs/bench/ublk.json;
+# (bench/ublkbench, docs/bench-ublk.md); how long, measured: see docs/benchmarks.md (Reproducing).
+# Rewrites docs/bench/ublk.json;
 # the server's CPU profile is left in build/ublkbench/cpu.prof.
 UBLKBENCH      := $(BUILD)/ublkbench
 UBLKBENCH_ARGS ?= -reps 3
