@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 		fmt.Fprintf(errOut, "uraid: scan: %s: %v\n", p, err)
 	}
 	for _, f := range notListed {
-		if name == "" || f.Name == name {
+		if name == "" {
 			fmt.Fprintf(errOut, "uraid: array %s (%s): not in %s's ARRAY lines, left alone (to assemble it at scan: uraid examine --scan >> %s)\n",
 				f.Name, f.UUID, o.config, o.config)
 		}
@@ -98,6 +99,10 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 	if name != "" {
 		f, ok := findArray(res, name)
 		if !ok {
+			if i := slices.IndexFunc(notListed, func(f raid.Found) bool { return f.Name == name }); i >= 0 {
+				return fmt.Errorf("array %s (%s): not assembled: %s has ARRAY lines and none lists it; add its line (uraid examine --scan prints it) to assemble it by scan, or assemble it by its members",
+					name, notListed[i].UUID, o.config)
+			}
 			if len(refused) > 0 {
 				return errors.Join(refused...)
 			}

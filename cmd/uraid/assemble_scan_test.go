@@ -117,6 +117,11 @@ func TestAssembleScanConfig(t *testing.T) {
 	assert.Contains(t, errOut, "array half ("+ub.String()+"): not in "+conf+"'s ARRAY lines, left alone")
 	assert.Contains(t, errOut, "array half: not assembled")
 	assert.NotContains(t, errOut, "two arrays are called half")
+	// Named, an array no line lists is refused as such (as systemd's unit names it at boot).
+	write("ARRAY other UUID="+ub.String(), a[0])
+	code, _, errOut = runCLI(t, "assemble", "--scan", "half", "--config", conf)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errOut, "array half ("+ua.String()+"): not assembled: "+conf+" has ARRAY lines and none lists it")
 
 	// Listed under another name: refused, with the line to write.
 	write("ARRAY other UUID=" + ua.String() + " devices=" + a[0])
