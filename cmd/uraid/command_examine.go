@@ -61,8 +61,11 @@ uraid examine --scan >> /etc/uraid.conf makes assemble --scan start exactly thes
 		Example: `  uraid examine /dev/sdb
   uraid examine --scan >> /etc/uraid.conf`,
 		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if scan && len(args) > 0 {
+				return fmt.Errorf("--scan reads every block device and the files --config names: give no MEMBER, or leave out --scan to examine %s", args[0])
+			}
 			if scan {
-				return cobra.NoArgs(cmd, args)
+				return nil
 			}
 			if cmd.Flags().Changed("config") {
 				return fmt.Errorf("--config goes with --scan")
