@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,4 +29,33 @@ func TestRecordMembersAbsolute(t *testing.T) {
 	t.Chdir(dir)
 	rec := newRecord(a, Config{Members: []string{"m0", "./m1"}})
 	assert.Equal(t, paths, rec.Members)
+}
+
+// TestMemberChangeRelativePath: a device given to add by a relative path is the one in the
+// caller's directory (the daemon runs in another), and is recorded by its absolute path; remove
+// finds it by a relative path too.
+func TestMemberChangeRelativePath(t *testing.T) {
+	l := startLifecycle(t, newFakeDevice(true), Config{})
+	srv, err := Listen("life")
+	require.NoError(t, err)
+	srv.Serve(l.s, prometheus.NewRegistry(), false)
+	t.Cleanup(func() { srv.Close() })
+	dir := t.TempDir()
+	spare := filepath.Join(dir, "spare")
+	require.NoError(t, os.WriteFile(spare, nil, 0o600))
+	require.NoError(t, os.Truncate(spare, 16<<20))
+	t.Chdir(dir)
+	c := NewClient("life")
+	_, err = c.ChangeMember(context.Background(), OpAdd, MemberChange{Member: "spare"})
+	require.NoError(t, err)
+	rec, err := ReadRecord("life")
+	require.NoError(t, err)
+	assert.Contains(t, rec.Members, spare)
+	assert.NotContains(t, rec.Members, "spare")
+
+	_, err = c.ChangeMember(context.Background(), OpRemove, MemberChange{Member: "./spare"})
+	require.NoError(t, err, "remove names the spare by a relative path")
+	rec, err = ReadRecord("life")
+	require.NoError(t, err)
+	assert.NotContains(t, rec.Members, spare)
 }
