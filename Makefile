@@ -11,7 +11,7 @@ KERNELS   ?= 6.1 6.12 7.3
 # with what is missing and changes nothing (TestE2ENoUblkKernel).
 NOUBLK_KERNELS := 6.1
 
-.PHONY: all build vet test test-unit test-robust test-planted test-planted-all test-vm vm-setup bench bench-quick bench-build bench-mapping demo clean install robustness robustness-planted
+.PHONY: all build vet test test-unit test-robust test-planted test-planted-all test-vm vm-setup vm-setup-run bench bench-quick bench-build bench-mapping demo clean install robustness robustness-planted
 
 all: build
 
@@ -74,6 +74,12 @@ test-vm: vm-setup
 vm-setup:
 	@for k in $(KERNELS); do KERNEL=$$k $(VM) check >/dev/null 2>&1 || KERNEL=$$k $(VM) setup || exit; done
 
+# The one kernel a single guest run boots (demo, the benchmarks): KERNEL= if given, else
+# tests/vm/vm's default. Only that one is fetched: the others in KERNELS are make test's.
+RUN_KERNEL = $(or $(KERNEL),6.12)
+vm-setup-run:
+	@KERNEL=$(RUN_KERNEL) $(VM) check >/dev/null 2>&1 || KERNEL=$(RUN_KERNEL) $(VM) setup
+
 test: test-unit test-robust test-planted test-vm
 
 # The robustness harness, bounded for make test (under 3 minutes with the race detector on a
@@ -129,10 +135,10 @@ test-planted-all:
 		-robust.ops=$(PLANT_OPS) -robust.deadline=35m
 
 # The suite against md (bench/, docs/benchmarks.md): four simulated SSDs served by simssd, md and
-# uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench takes
-# about 30 minutes under TCG and rewrites docs/bench/results.json and docs/img/; bench-quick (RAID10
-# only, smaller, one repetition, about 3.5 minutes on a quiet host before (g) joined it) prints its
-# ratios beside the committed ones and fails only if a scenario cannot run.
+# uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench
+# rewrites docs/bench/results.json and docs/img/; bench-quick (RAID10 only, smaller, one repetition)
+# prints its ratios beside the committed ones and fails only if a scenario cannot run. How long
+# each takes, measured: see docs/benchmarks.md (Reproducing).
 BENCH_OUT := $(BUILD)/bench
 
 # bench/ is its own module, so its commands are built from inside it: abspath keeps the binaries in
@@ -153,7 +159,7 @@ BENCH_BUSY_FLAG = $(if $(BENCH_ALLOW_BUSY),--allow-busy)
 # After the guest suite, on the host: the discard engine's benchmarks, and the region map's cost to
 # 4 KiB random writes at QD32 (target: with the map >= 0.9x without), six runs of each for the
 # spread.
-bench: vm-setup bench-build
+bench: vm-setup-run bench-build
 	@$(BENCH_IDLE)
 	{ $(VM) run -m 4096 -t 3600 -- bench/guest.sh --reps 3 $(BENCH_BUSY_FLAG); echo $$? >$(BENCH_OUT)/rc; } 2>&1 | tee $(BENCH_OUT)/bench.log
 	$(BUILD)/benchreport -log $(BENCH_OUT)/bench.log -out docs/bench/results.json -plots docs/img \
@@ -162,7 +168,7 @@ bench: vm-setup bench-build
 	$(GO) test -run '^$$' -bench ArrayRandomWrite -count 6 ./array/ | tee $(BENCH_OUT)/region-map.txt
 	@exit $$(cat $(BENCH_OUT)/rc)
 
-bench-quick: vm-setup bench-build
+bench-quick: vm-setup-run bench-build
 	@$(BENCH_IDLE)
 	{ $(VM) run -m 3072 -t 900 -- bench/guest.sh --quick --reps 1 $(BENCH_BUSY_FLAG); echo $$? >$(BENCH_OUT)/rc; } 2>&1 \
 		| tee $(BENCH_OUT)/quick.log
@@ -170,14 +176,15 @@ bench-quick: vm-setup bench-build
 	@exit $$(cat $(BENCH_OUT)/rc)
 
 # The ublk file target against the kernel loop device over a RAM block device in the guest
-# (bench/ublkbench, docs/bench-ublk.md): about 12 minutes under TCG. Rewrites docs/bench/ublk.json;
+# (bench/ublkbench, docs/bench-ublk.md); how long, measured: see docs/benchmarks.md (Reproducing).
+# Rewrites docs/bench/ublk.json;
 # the server's CPU profile is left in build/ublkbench/cpu.prof.
 UBLKBENCH      := $(BUILD)/ublkbench
 UBLKBENCH_ARGS ?= -reps 3
 UBLKBENCH_JSON ?= docs/bench/ublk.json
 
 .PHONY: bench-ublk
-bench-ublk: vm-setup
+bench-ublk: vm-setup-run
 	@mkdir -p $(UBLKBENCH)
 	cd bench && $(GO) build -o $(abspath $(UBLKBENCH))/ublkbench ./cmd/ublkbench
 	{ $(VM) run -m 3072 -t 1500 -- env UBLKBENCH=$(UBLKBENCH)/ublkbench bench/ublkbench/guest.sh brd \
@@ -216,8 +223,8 @@ demo: build
 	@if [ "$$(id -u)" = 0 ] && [ -e /dev/ublk-control ]; then \
 		URAID=$(BUILD)/uraid tests/demo.sh; \
 	else \
-		$(MAKE) --no-print-directory vm-setup && \
-		$(VM) run -- env URAID=$(BUILD)/uraid DEMO_DIR=/tmp/uraid-demo tests/demo.sh; \
+		$(MAKE) --no-print-directory vm-setup-run && \
+		KERNEL=$(RUN_KERNEL) $(VM) run -- env URAID=$(BUILD)/uraid DEMO_DIR=/tmp/uraid-demo tests/demo.sh; \
 	fi
 
 clean:

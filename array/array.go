@@ -145,8 +145,12 @@ func (o Options) logger() *slog.Logger {
 
 // Assemble opens the members at paths, checks that they form the array called name and returns it
 // ready to serve. Members that are absent or stale are refused unless o.Degraded, and even then
-// only when every byte still has a copy.
+// only when every byte still has a copy. Each member is known by its raid.StablePath from here on.
 func Assemble(name string, paths []string, o Options) (*Array, error) {
+	if err := raid.CheckNamedOnce(paths); err != nil {
+		return nil, fmt.Errorf("assemble: %w", err)
+	}
+	paths = raid.StablePaths(paths)
 	var opened []*raid.Member
 	fail := func(err error) (*Array, error) {
 		for _, m := range opened {
@@ -170,7 +174,7 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 	asm, err := raid.CheckAssembly(sbs)
 	if asm == nil || (err != nil && !o.Degraded) {
 		if err != nil && asm != nil {
-			err = fmt.Errorf("%w (or assemble with --degraded to run without them)", err)
+			err = fmt.Errorf("%w%s", err, raid.DegradedHint(asm, "name every member"))
 		}
 		return fail(err)
 	}

@@ -3,7 +3,6 @@ package array
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -81,8 +80,10 @@ func memberIndex(paths []string, p string) int {
 	return -1
 }
 
+// samePath reports whether p names member: as written, or once both are made stable (a member
+// known by its /dev/disk/by-id link, named by its /dev/sdX or by a relative path).
 func samePath(member, p string) bool {
-	return member != "" && filepath.Clean(member) == filepath.Clean(p)
+	return raid.SameMemberPath(member, p)
 }
 
 // memberTrim is how the discard engine trims one member.

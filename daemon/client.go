@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"uraid/array"
+	"uraid/raid"
 )
 
 // ErrNotRunning means no daemon answers for the array.
@@ -166,6 +167,12 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 // ChangeMember fails, removes, adds or replaces a member (op is one of OpFail, OpRemove, OpAdd,
 // OpReplace) and returns what became of it; a rebuild it starts runs on in the daemon.
 func (c *Client) ChangeMember(ctx context.Context, op string, ch MemberChange) (string, error) {
+	// Made stable here, in the caller's directory: the daemon runs in another, and records the
+	// member by this path.
+	ch.Member = raid.StablePath(ch.Member)
+	if ch.New != "" {
+		ch.New = raid.StablePath(ch.New)
+	}
 	b, err := c.doBody(ctx, http.MethodPost, "/"+op, ch)
 	if err != nil {
 		return "", err

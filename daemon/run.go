@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/array"
+	"uraid/raid"
 	"uraid/ublk"
 )
 
@@ -126,7 +127,7 @@ func executable() string {
 }
 
 func newRecord(a *array.Array, cfg Config) *Record {
-	members := cfg.Members
+	members := raid.StablePaths(cfg.Members) // as the array knows them: see raid.StablePath
 	if len(members) == 0 {
 		for _, m := range a.Members() {
 			if m != nil {

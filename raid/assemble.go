@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -87,7 +88,9 @@ var (
 // and/or ErrStaleMember, so a caller that accepts a degraded array can go
 // on and one that does not simply fails. Whether a degraded array can run
 // at all depends on the level and layout; for levels without redundancy it
-// never can, and the error says so.
+// never can, and the error says so. The error states what is wrong, not what
+// to do: the caller knows how the members were found and adds that once
+// (DegradedHint).
 func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("assemble: %w: name the array's member devices", ErrNoMembers)
@@ -186,7 +189,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		return a, nil
 	}
 	for _, m := range a.Stale {
-		errs = append(errs, fmt.Errorf("member %s (index %d): events %d behind %d: %w, it missed writes; re-add it or assemble without it",
+		errs = append(errs, fmt.Errorf("member %s (index %d): events %d behind %d: %w, it missed writes",
 			m.Path, m.SB.Index, m.SB.Events, ref.Events, ErrStaleMember))
 	}
 	if len(a.Missing) > 0 {
@@ -198,13 +201,59 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		if len(idx) > 1 {
 			noun, pronoun = "indexes", "them"
 		}
-		errs = append(errs, fmt.Errorf("member %s %s %w: no given device claims %s; name every member, or assemble degraded",
+		errs = append(errs, fmt.Errorf("member %s %s %w: no given device claims %s",
 			noun, strings.Join(idx, ", "), ErrMissingMember, pronoun))
 	}
 	if !ref.Level.Redundant() {
 		errs = append(errs, fmt.Errorf("level %s has no redundancy, so the array cannot run until every member is present and current", ref.Level.ShortName()))
 	}
 	return a, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
+}
+
+// CheckNamedOnce refuses a member named twice, also under two names of one file or disk, before
+// any is opened: the second open would fail on the first's lock (or exclusive claim) and blame
+// another process. A path that cannot be read is left to the open to report.
+func CheckNamedOnce(paths []string) error {
+	type named struct {
+		path string
+		fi   os.FileInfo
+	}
+	var seen []named
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		for _, q := range seen {
+			if os.SameFile(q.fi, fi) {
+				also := ""
+				if q.path != p {
+					also = fmt.Sprintf(" (also as %s, the same %s)", q.path, kindOf(fi))
+				}
+				return fmt.Errorf("member %s is named twice%s: name each member once", p, also)
+			}
+		}
+		seen = append(seen, named{p, fi})
+	}
+	return nil
+}
+
+func kindOf(fi os.FileInfo) string {
+	if fi.Mode()&os.ModeDevice != 0 {
+		return "disk"
+	}
+	return "file"
+}
+
+// DegradedHint is what to do about an assembly that is only degraded (CheckAssembly returned a
+// and an error), to follow that error: how to run it anyway, for a level with redundancy; nothing
+// for one without, whose error already says it cannot run. how says how to get the members all
+// there, as the caller found them ("name every member").
+func DegradedHint(a *Assembly, how string) string {
+	if a == nil || !a.Newest.Level.Redundant() {
+		return ""
+	}
+	return "; " + how + ", or assemble with --degraded to run without the missing or stale members (uraid add brings them back)"
 }
 
 // tornBehind reports whether sb, behind ref, missed only ref's update and ref still names it in

@@ -76,7 +76,8 @@ func TestCheckAssemblyStale(t *testing.T) {
 	a, err := CheckAssembly(ms)
 	require.ErrorIs(t, err, ErrStaleMember)
 	assert.NotErrorIs(t, err, ErrMissingMember)
-	assert.Contains(t, err.Error(), "member /dev/m1 (index 1): events 41 behind 57: stale, it missed writes; re-add it or assemble without it")
+	assert.Contains(t, err.Error(), "member /dev/m1 (index 1): events 41 behind 57: stale, it missed writes")
+	assert.NotContains(t, err.Error(), "degraded", "what to do is the caller's to say, once (DegradedHint)")
 	assert.NotContains(t, err.Error(), "/dev/m0")
 	assert.NotContains(t, err.Error(), "no redundancy")
 	require.NotNil(t, a)
@@ -113,11 +114,13 @@ func TestCheckAssemblyMissing(t *testing.T) {
 			require.ErrorIs(t, err, ErrMissingMember)
 			assert.NotErrorIs(t, err, ErrStaleMember)
 			assert.Contains(t, err.Error(), tt.msg)
-			assert.Contains(t, err.Error(), "name every member, or assemble degraded")
+			assert.NotContains(t, err.Error(), "degraded", "what to do is the caller's to say, once (DegradedHint)")
 			if tt.redundant {
+				assert.Equal(t, "; name every member, or assemble with --degraded to run without the missing or stale members (uraid add brings them back)", DegradedHint(a, "name every member"))
 				assert.NotContains(t, err.Error(), "no redundancy")
 			} else {
 				assert.Contains(t, err.Error(), fmt.Sprintf("level %s has no redundancy", tt.level.ShortName()))
+				assert.Empty(t, DegradedHint(a, "name every member"), "no way to run it degraded")
 			}
 			require.NotNil(t, a)
 			assert.Equal(t, tt.missing, a.Missing)

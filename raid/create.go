@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"uraid/internal/bytesize"
 	"uraid/mapping"
 )
 
@@ -287,22 +288,8 @@ func checkMirrorSizes(o *CreateOptions, members []*Member) error {
 	lost := total - small.Size*int64(len(members))
 	return fmt.Errorf("%w by more than %d%%: the smallest, %s, has %s and the largest, %s, %s; level %s uses %s of each, "+
 		"so %s of the members' %s would never be used (%d%%); use members of one size, --size to say how much of each to use, "+
-		"or --force to create it anyway", ErrSizeMismatch, mirrorSizeSlack, small.Path, sizeText(small.Size), large.Path,
-		sizeText(large.Size), o.Level.ShortName(), sizeText(small.Size), sizeText(lost), sizeText(total), lost*100/total)
-}
-
-// sizeText is a byte count as people read it: binary units, one decimal.
-func sizeText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	v, i := float64(n), -1
-	for v >= unit && i < 4 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
+		"or --force to create it anyway", ErrSizeMismatch, mirrorSizeSlack, small.Path, bytesize.Format(small.Size), large.Path,
+		bytesize.Format(large.Size), o.Level.ShortName(), bytesize.Format(small.Size), bytesize.Format(lost), bytesize.Format(total), lost*100/total)
 }
 
 // dataSizeOf picks the data bytes every member holds: what the smallest member (or --size) has

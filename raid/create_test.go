@@ -286,8 +286,8 @@ func TestCreateMirrorSizeMismatch(t *testing.T) {
 	}{{mapping.RAID1, mapping.NoLayout}, {mapping.RAID10, mapping.Near2}} {
 		_, _, err := Create(CreateOptions{Name: "m", Level: c.level, Layout: c.layout, Members: paths})
 		require.ErrorIs(t, err, ErrSizeMismatch, c.level.ShortName())
-		assert.Contains(t, err.Error(), "the smallest, "+small+", has 8.0 MiB and the largest, "+large+", 10.0 MiB")
-		assert.Contains(t, err.Error(), "uses 8.0 MiB of each, so 2.0 MiB of the members' 18.0 MiB would never be used (11%)")
+		assert.Contains(t, err.Error(), "the smallest, "+small+", has 8M and the largest, "+large+", 10M")
+		assert.Contains(t, err.Error(), "uses 8M of each, so 2M of the members' 18M would never be used (11%)")
 		assert.Contains(t, err.Error(), "--force")
 		assert.Equal(t, before, snapshot(t, paths), "a refused create wrote to a member")
 	}

@@ -43,7 +43,10 @@
 // writes their superblocks; CheckFresh, which it applies to every member,
 // refuses a device holding a superblock or a filesystem. Scan reads the
 // superblocks of candidate devices (BlockCandidates, ReadConfig) and
-// groups them by array, for assembly at boot.
+// groups them by array, for assembly at boot; Config.Select applies the
+// configuration's ARRAY allow-list to what it found. StablePath is the name
+// a member is recorded by: its /dev/disk/by-id link, or a file's absolute
+// path.
 //
 // # Concurrency
 //

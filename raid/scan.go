@@ -1,11 +1,9 @@
 package raid
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,45 +74,6 @@ func hasPartitions(dir, name string) bool {
 		}
 	}
 	return false
-}
-
-// ReadConfig reads the member paths a configuration file (/etc/uraid.conf) names: one absolute
-// path or glob pattern a line, '#' starting a comment. A file that does not exist names none. A
-// pattern that matches nothing is not an error: the device may not be there yet.
-func ReadConfig(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	return parseConfig(f, path)
-}
-
-func parseConfig(r io.Reader, path string) ([]string, error) {
-	var out []string
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line, _, _ := strings.Cut(sc.Text(), "#")
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		if !filepath.IsAbs(line) {
-			return nil, fmt.Errorf("config %s:%d: %q is not an absolute path: name each member file or device by its full path (globs allowed)", path, n, line)
-		}
-		matches, err := filepath.Glob(line)
-		if err != nil {
-			return nil, fmt.Errorf("config %s:%d: pattern %q: %w", path, n, line, err)
-		}
-		out = append(out, matches...)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	return out, nil
 }
 
 // Found is one array whose members a scan found.

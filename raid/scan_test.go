@@ -60,17 +60,20 @@ func TestReadConfig(t *testing.T) {
 	}
 	conf := filepath.Join(dir, "uraid.conf")
 	require.NoError(t, os.WriteFile(conf, []byte("# members\n\n"+dir+"/a*   # the a array\n  "+dir+"/b0\n"+dir+"/none*\n"), 0o600))
-	got, err := ReadConfig(conf)
+	got, err := ReadConfig(conf, true)
 	require.NoError(t, err)
-	assert.Equal(t, []string{dir + "/a0", dir + "/a1", dir + "/b0"}, got)
+	assert.Equal(t, []string{dir + "/a0", dir + "/a1", dir + "/b0"}, got.Paths)
+	assert.Empty(t, got.Arrays)
 
 	require.NoError(t, os.WriteFile(conf, []byte(dir+"/a0\nvar/m1\n"), 0o600))
-	_, err = ReadConfig(conf)
-	assert.ErrorContains(t, err, conf+":2: \"var/m1\" is not an absolute path")
+	_, err = ReadConfig(conf, false)
+	assert.ErrorContains(t, err, conf+":2: \"var/m1\" is neither an absolute path nor an ARRAY line")
 
-	got, err = ReadConfig(filepath.Join(dir, "absent.conf"))
+	got, err = ReadConfig(filepath.Join(dir, "absent.conf"), false)
 	require.NoError(t, err)
-	assert.Empty(t, got)
+	assert.Empty(t, got.Paths)
+	_, err = ReadConfig(filepath.Join(dir, "absent.conf"), true)
+	assert.ErrorIs(t, err, ErrNoConfig, "a file named by the user must exist")
 }
 
 // TestScanGroupsByArray: members of two arrays (one name given twice through a symlink), a

@@ -104,9 +104,9 @@ func TestE2EMetricsAndLeftovers(t *testing.T) {
 	require.Eventually(t, func() bool { return !processAlive(st.PID) }, slow*10*time.Second, 5*time.Millisecond)
 	var left []daemon.Leftover
 	require.Eventually(t, func() bool {
-		out, err := uraidCode(t, "status", "--json", "mx")
+		out, err := uraidCode(t, "status", "--json", "--test", "mx")
 		left = nil
-		return exitStatus(err) == 3 && json.Unmarshal([]byte(out), &left) == nil && len(left) == 1 && left[0].State == daemon.LeftQuiesced
+		return exitStatus(err) == 2 && json.Unmarshal([]byte(out), &left) == nil && len(left) == 1 && left[0].State == daemon.LeftQuiesced
 	}, slow*10*time.Second, 10*time.Millisecond, "status --json does not list the dead array as quiesced: %+v", left)
 	assert.Equal(t, "mx", left[0].Name)
 	assert.Equal(t, dev, left[0].Device)

@@ -76,8 +76,8 @@ func (r *rebuildArray) loadDir(name string) string {
 func (r *rebuildArray) status() daemon.Status {
 	r.t.Helper()
 	var st daemon.Status
-	out, err := uraidCode(r.t, "detail", "--json", r.name) // exits 3 while degraded
-	if err != nil && exitStatus(err) != 3 {
+	out, err := uraidCode(r.t, "detail", "--json", r.name)
+	if err != nil {
 		r.t.Fatalf("uraid detail %s: %v: %s", r.name, err, out)
 	}
 	if i := strings.IndexByte(out, '{'); i > 0 {

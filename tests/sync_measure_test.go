@@ -92,7 +92,7 @@ func TestE2EMeasureRebuildReadLatency(t *testing.T) {
 			b := readP99(t, a.dev)
 			uraid(t, "add", a.name, dm.paths[2])
 			d := readP99(t, a.dev)
-			st := (&rebuildArray{t: t, name: a.name}).status() // detail exits 3 while degraded
+			st := (&rebuildArray{t: t, name: a.name}).status()
 			require.NotNil(t, st.Sync)
 			require.Equal(t, "rebuild", st.Sync.Action, "the rebuild ended during the reads: the figure would mix both")
 			copied := st.Sync.DoneBytes

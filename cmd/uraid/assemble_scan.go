@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 	"uraid/raid"
 )
 
-// DefaultConfig names member files (and devices) for assemble --scan besides the block devices.
+// DefaultConfig names member files (and devices) for assemble --scan besides the block devices,
+// and with ARRAY lines which arrays it assembles. It may be absent; a --config named must not be.
 const DefaultConfig = "/etc/uraid.conf"
 
 // scanPoll is how often assemble --scan --wait looks again for members that have not appeared.
@@ -23,17 +25,18 @@ const scanPoll = 250 * time.Millisecond
 // sysBlock is where the scan lists block devices; tests point it elsewhere.
 var sysBlock = raid.DefaultSysBlock
 
-// scanFound scans the block devices and the paths config names.
-func scanFound(config string) (raid.ScanResult, int, error) {
+// scanConfig reads the configuration file; required when it was named on the command line.
+func scanConfig(cmd *cobra.Command, path string) (raid.Config, error) {
+	return raid.ReadConfig(path, cmd.Flags().Changed("config"))
+}
+
+// scanFound scans the block devices and the paths conf names.
+func scanFound(conf raid.Config) (raid.ScanResult, int, error) {
 	devs, err := raid.BlockCandidates(sysBlock)
 	if err != nil {
 		return raid.ScanResult{}, 0, err
 	}
-	files, err := raid.ReadConfig(config)
-	if err != nil {
-		return raid.ScanResult{}, 0, err
-	}
-	paths := append(devs, files...)
+	paths := append(devs, conf.Paths...)
 	return raid.Scan(paths), len(paths), nil
 }
 
@@ -59,14 +62,21 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 	} else if o.serve.foreground {
 		return usageError{errors.New("--scan --foreground serves one array in this process: name it (uraid assemble --scan NAME --foreground)")}
 	}
+	conf, err := scanConfig(cmd, o.config)
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(o.wait)
 	var res raid.ScanResult
 	var scanned int
+	var notListed []raid.Found
+	var refused []error
 	for {
 		var err error
-		if res, scanned, err = scanFound(o.config); err != nil {
+		if res, scanned, err = scanFound(conf); err != nil {
 			return err
 		}
+		res, notListed, refused = conf.Select(res, o.config)
 		if name == "" || time.Now().After(deadline) {
 			break
 		}
@@ -79,15 +89,33 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 	for p, err := range res.Unreadable {
 		fmt.Fprintf(errOut, "uraid: scan: %s: %v\n", p, err)
 	}
+	for _, f := range notListed {
+		if name == "" {
+			fmt.Fprintf(errOut, "uraid: array %s (%s): not in %s's ARRAY lines, left alone (to assemble it at scan: uraid examine --scan >> %s)\n",
+				f.Name, f.UUID, o.config, o.config)
+		}
+	}
 	arrays := res.Arrays
 	if name != "" {
 		f, ok := findArray(res, name)
 		if !ok {
+			if i := slices.IndexFunc(notListed, func(f raid.Found) bool { return f.Name == name }); i >= 0 {
+				return fmt.Errorf("array %s (%s): not assembled: %s has ARRAY lines and none lists it; add its line (uraid examine --scan prints it) to assemble it by scan, or assemble it by its members",
+					name, notListed[i].UUID, o.config)
+			}
+			if len(refused) > 0 {
+				return errors.Join(refused...)
+			}
 			return fmt.Errorf("array %s: no member found on %d block devices and files (%s); are its devices attached, or its member files listed in %s?", name, scanned, describeScan(res), o.config)
 		}
 		arrays = []raid.Found{f}
 	} else if len(arrays) == 0 {
-		fmt.Fprintf(errOut, "uraid: no uraid member found on %d block devices and files\n", scanned)
+		if len(refused) > 0 {
+			return errors.Join(refused...)
+		}
+		if len(notListed) == 0 {
+			fmt.Fprintf(errOut, "uraid: no uraid member found on %d block devices and files\n", scanned)
+		}
 		return nil
 	}
 	if err := sameNameTwice(res.Arrays); err != nil {
@@ -104,7 +132,10 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 		}
 		return serveHere(cmd, a, memberPaths(f), &o.serve, nil, o.degraded)
 	}
-	var errs []error
+	errs := refused
+	if name != "" {
+		errs = nil
+	}
 	for _, f := range arrays {
 		if dev, ok := runningDevice(cmd.Context(), f.Name); ok {
 			fmt.Fprintf(errOut, "uraid: array %s: already running on %s\n", f.Name, dev)
@@ -184,7 +215,7 @@ func readyToAssemble(ctx context.Context, f raid.Found, degraded bool) error {
 		return fmt.Errorf("array %s: not assembled: %w", f.Name, err)
 	}
 	if err != nil && !degraded {
-		return fmt.Errorf("array %s: not assembled: %w; it starts once every member is there, or now with --degraded", f.Name, err)
+		return fmt.Errorf("array %s: not assembled: %w%s", f.Name, err, raid.DegradedHint(asm, "it starts once every member is there"))
 	}
 	return daemon.CheckFree(ctx, f.Name)
 }

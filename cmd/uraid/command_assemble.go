@@ -9,6 +9,7 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/raid"
 )
 
 type assembleOptions struct {
@@ -38,8 +39,10 @@ with the options the array ran with. That is what a supervisor restarting a fail
 --scan finds the members by their superblocks instead: on every block device (but the arrays'
 own /dev/ublkb* devices, devices that a dm or md device is built on, and partitioned disks, whose
 partitions are read instead), and on the files and devices --config names (default
-/etc/uraid.conf: one absolute path or glob a line, '#' comments). It starts every array whose
-members are all there (any whose are not only with --degraded), or only NAME; it leaves a running
+/etc/uraid.conf: one absolute path or glob a line, '#' comments; a --config named must exist). It
+starts every array whose members are all there (any whose are not only with --degraded), or only
+NAME, and when the file has ARRAY NAME UUID=... lines only the arrays they list (uraid examine
+--scan prints them); it leaves a running
 array alone, so running it again changes nothing. It prints "NAME DEVICE" for each array it
 started and exits 1 if any it found could not start. With NAME, --wait keeps looking for the
 members that are not there yet, up to the time given, and --foreground serves it from this process
@@ -115,7 +118,7 @@ func checkRecordedMembers(name string, given []string) error {
 		return err
 	}
 	for _, m := range rec.Members {
-		if !slices.Contains(given, m) {
+		if !slices.ContainsFunc(given, func(g string) bool { return raid.SameMemberPath(m, g) }) {
 			return fmt.Errorf("array %s: its device %s was served from members %v, and %s is not among those given: name the array's members, or recover it with uraid recover %s",
 				name, rec.Device, rec.Members, m, name)
 		}

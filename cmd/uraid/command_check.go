@@ -10,6 +10,7 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 )
 
 type checkOptions struct {
@@ -141,7 +142,7 @@ func (f *rateFlag) String() string {
 	if *f == 0 {
 		return "0"
 	}
-	return formatSize(int64(*f)) + "/s"
+	return bytesize.Format(int64(*f)) + "/s"
 }
 
 func (f *rateFlag) Set(s string) error {

@@ -48,7 +48,7 @@ func TestSyncText(t *testing.T) {
 	st.Sync = &array.SyncStatus{Action: array.SyncRebuild, Member: &slot, DoneBytes: 256 << 20, TotalBytes: 1 << 30, RateBytesPerS: 16 << 20}
 	var out bytes.Buffer
 	writeStatusLine(&out, st)
-	assert.Contains(t, out.String(), "      rebuild of member 2 = 25.0% (256.0 MiB/1.0 GiB) 16.0 MiB/s, eta 48s\n")
+	assert.Contains(t, out.String(), "      rebuild of member 2 = 25.0% (256M/1G) 16M/s, eta 48s\n")
 
 	st.Sync = &array.SyncStatus{Action: array.SyncIdle, Waiting: "a member is missing",
 		Last: &array.SyncResult{Action: array.SyncRepair, DoneBytes: 4 << 20, Seconds: 1.5, MismatchBytes: 1, RepairedBytes: 4096,
@@ -59,11 +59,11 @@ func TestSyncText(t *testing.T) {
 	out.Reset()
 	writeDetail(&out, st)
 	assert.Contains(t, out.String(), "           Sync : resync pending: a member is missing\n")
-	assert.Contains(t, out.String(), "      Last Sync : repair done; 4.0 MiB in 1.5s, 1 bytes differ (regions 2 9), 4.0 KiB repaired; ended 2026-01-02T03:04:05Z\n")
+	assert.Contains(t, out.String(), "      Last Sync : repair done; 4M in 1.5s, 1 byte differ (regions 2 9), 4K repaired; ended 2026-01-02T03:04:05Z\n")
 	assert.Contains(t, out.String(), "        Regions : 1024 of 1M: 1000 in sync, 20 dirty, 4 trimmed, 0 need resync\n")
 
 	st.Sync = &array.SyncStatus{Action: array.SyncCheck, DoneBytes: 1 << 20, TotalBytes: 4 << 20, MismatchBytes: 4096}
-	assert.Equal(t, "check = 25.0% (1.0 MiB/4.0 MiB) 0.0 MiB/s, eta unknown, 4.0 KiB differ", syncProgress(st.Sync))
+	assert.Equal(t, "check = 25.0% (1M/4M) 0/s, eta unknown, 4K differ", syncProgress(st.Sync))
 	assert.Empty(t, syncProgress(&array.SyncStatus{Action: array.SyncIdle}))
 	assert.Empty(t, syncProgress(nil))
 }
@@ -71,7 +71,7 @@ func TestSyncText(t *testing.T) {
 func TestWaitReport(t *testing.T) {
 	var out bytes.Buffer
 	assert.NoError(t, reportLast(&out, "demo", array.SyncStatus{Last: &array.SyncResult{Action: array.SyncResync, DoneBytes: 1 << 20}}))
-	assert.Contains(t, out.String(), "demo: resync done; 1.0 MiB")
+	assert.Contains(t, out.String(), "demo: resync done; 1M")
 	err := reportLast(&out, "demo", array.SyncStatus{Last: &array.SyncResult{Action: array.SyncCheck, Cancelled: true}})
 	assert.ErrorContains(t, err, "cancelled")
 	err = reportLast(&out, "demo", array.SyncStatus{Last: &array.SyncResult{Action: array.SyncRebuild, Error: "member 0: EIO"}})

@@ -85,6 +85,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if err := o.serve.options(false).Discard.CheckMembers(members); err != nil {
 		return err
 	}
+	members, o.spares = raid.StablePaths(members), raid.StablePaths(o.spares) // as recorded: raid.StablePath
 	// The daemon's rules, checked before anything is written to a member: the name is valid, no
 	// array of that name runs, and no dead one's device waits for recovery.
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {

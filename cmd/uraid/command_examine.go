@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 	"uraid/raid"
 )
 
@@ -44,12 +45,40 @@ func examineOf(path string, sb *raid.Superblock) examined {
 }
 
 func newExamineCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, scan bool
+	var config string
 	cmd := &cobra.Command{
-		Use:   "examine MEMBER",
-		Short: "Print the superblock of a member disk or file",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:   "examine MEMBER | examine --scan [--config FILE]",
+		Short: "Print the superblock of a member disk or file, or an ARRAY line for every array found",
+		Long: `Examine prints the superblock of a member disk or file. --scan reads every block device
+and the files --config (default /etc/uraid.conf) names, as assemble --scan does, and prints an
+ARRAY line for every array whose members it finds, in the configuration file's format:
+
+  ARRAY NAME UUID=... [devices=FILE,...]
+
+devices= lists the members that are files (block devices are found without it), so that
+uraid examine --scan >> /etc/uraid.conf makes assemble --scan start exactly these arrays.`,
+		Example: `  uraid examine /dev/sdb
+  uraid examine --scan >> /etc/uraid.conf`,
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			if scan && len(args) > 0 {
+				return fmt.Errorf("--scan reads every block device and the files --config names: give no MEMBER, or leave out --scan to examine %s", args[0])
+			}
+			if scan {
+				return nil
+			}
+			if cmd.Flags().Changed("config") {
+				return fmt.Errorf("--config goes with --scan")
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if scan {
+				if asJSON {
+					return usageError{fmt.Errorf("--scan prints configuration lines: leave out --json")}
+				}
+				return examineScan(cmd, config)
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
@@ -74,12 +103,12 @@ func newExamineCommand() *cobra.Command {
 				row("Layout", e.Layout)
 			}
 			if e.ChunkBytes > 0 {
-				row("Chunk Size", formatSize(int64(e.ChunkBytes)))
+				row("Chunk Size", bytesize.Format(int64(e.ChunkBytes)))
 			}
 			row("Raid Devices", e.MemberCount)
 			row("Device Role", fmt.Sprintf("member %d", e.Index))
 			row("Data Offset", fmt.Sprintf("%d bytes", e.DataOffsetBytes))
-			row("Data Size", fmt.Sprintf("%s (%d bytes)", formatSize(int64(e.DataSizeBytes)), e.DataSizeBytes))
+			row("Data Size", fmt.Sprintf("%s (%d bytes)", bytesize.Format(int64(e.DataSizeBytes)), e.DataSizeBytes))
 			row("Events", e.Events)
 			row("State", e.State)
 			row("Creation Time", e.CreateTime.Format(time.RFC3339))
@@ -88,5 +117,30 @@ func newExamineCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the superblock as JSON")
+	cmd.Flags().BoolVar(&scan, "scan", false, "print an ARRAY line for every array found on the block devices and the files --config names")
+	cmd.Flags().StringVar(&config, "config", DefaultConfig, "with --scan: file naming member files to read besides the block devices")
 	return cmd
+}
+
+// examineScan prints the ARRAY line of every array a scan finds, whether or not the
+// configuration lists it already; what it could not read goes to stderr.
+func examineScan(cmd *cobra.Command, config string) error {
+	conf, err := scanConfig(cmd, config)
+	if err != nil {
+		return err
+	}
+	res, scanned, err := scanFound(conf)
+	if err != nil {
+		return err
+	}
+	for p, err := range res.Unreadable {
+		fmt.Fprintf(cmd.ErrOrStderr(), "uraid: scan: %s: %v\n", p, err)
+	}
+	if len(res.Arrays) == 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "uraid: no uraid member found on %d block devices and files\n", scanned)
+	}
+	for _, f := range res.Arrays {
+		fmt.Fprintln(cmd.OutOrStdout(), raid.ArrayLine(f))
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 )
 
 // memberTimeout bounds a membership change: it returns once made, the rebuild runs on.
@@ -23,7 +24,7 @@ func (f *maxRateFlag) String() string {
 	if *f == 0 {
 		return "0"
 	}
-	return formatSize(int64(*f)) + "/s"
+	return bytesize.Format(int64(*f)) + "/s"
 }
 
 func (f *maxRateFlag) Set(s string) error {

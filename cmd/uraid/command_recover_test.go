@@ -69,16 +69,19 @@ func TestRecoveryCommandsRefuse(t *testing.T) {
 	assert.NoError(t, err, "a record whose device cannot be checked is kept")
 }
 
-// status and list show an array whose daemon died, from its record, and status exits 3.
+// status and list show an array whose daemon died, from its record; status exits 0 as it reports,
+// and 2 with --test (not answering: unusable until recovered).
 func TestStatusShowsDeadDaemon(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("URAID_RUN_DIR", dir)
 	deadRecord(t, dir, "gone", []string{"/x/m0", "/x/m1"})
 	for _, args := range [][]string{{"status"}, {"status", "gone"}} {
 		code, out, _ := runCLI(t, args...)
-		assert.Equal(t, exitDegraded, code, "%v", args)
+		assert.Equal(t, exitOK, code, "%v", args)
 		assert.Contains(t, out, "gone : not answering: daemon ")
 		assert.Contains(t, out, "/dev/ublkb7")
+		code, _, _ = runCLI(t, append(args, "--test")...)
+		assert.Equal(t, exitTestFailed, code, "%v --test", args)
 	}
 	code, out, _ := runCLI(t, "list")
 	assert.Equal(t, exitOK, code)
@@ -86,4 +89,6 @@ func TestStatusShowsDeadDaemon(t *testing.T) {
 	code, _, errOut := runCLI(t, "detail", "gone")
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, errOut, "array gone is not running: not answering: daemon")
+	code, _, _ = runCLI(t, "detail", "--test", "gone")
+	assert.Equal(t, exitTestFailed, code, "detail --test: an array whose daemon died is unusable")
 }

@@ -11,8 +11,15 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 	"uraid/mapping"
 )
+
+// leftoverError says that an array's daemon is gone and left its record: the array is unusable
+// until it is recovered (detail --test exits 2 for it, as status --test does).
+type leftoverError struct{ error }
+
+func (e leftoverError) Unwrap() error { return e.error }
 
 func arrayStatus(ctx context.Context, name string) (daemon.Status, error) {
 	var st daemon.Status
@@ -20,14 +27,10 @@ func arrayStatus(ctx context.Context, name string) (daemon.Status, error) {
 	if errors.Is(err, daemon.ErrNotRunning) {
 		// Say what the dead daemon left, and what to do about it.
 		if e := daemon.Lookup(ctx, name); e.Record != nil {
-			return st, fmt.Errorf("array %s is not running: %s", name, e.Describe())
+			return st, leftoverError{fmt.Errorf("array %s is not running: %s", name, e.Describe())}
 		}
 	}
 	return st, err
-}
-
-func unhealthy(st daemon.Status) bool {
-	return st.State == array.StateNameDegraded || st.State == array.StateNameFailed
 }
 
 // stateText is the array's state with what a script or an admin must know beside it: why it
@@ -47,10 +50,14 @@ func stateText(st daemon.Status) string {
 }
 
 func newStatusCommand() *cobra.Command {
-	var asJSON bool
+	var asJSON, test bool
 	cmd := &cobra.Command{
-		Use:               "status [NAME]",
-		Short:             "Show arrays compactly, and devices dead daemons left; exit 3 if one is degraded, failed or not answering",
+		Use:   "status [NAME]",
+		Short: "Show arrays compactly, and devices dead daemons left",
+		Long: `Status shows every array (or NAME) compactly, mdstat-like, and the devices dead daemons
+left, and exits 0 whenever it reports. --test sets the exit status to the worst health among them,
+as detail --test does: 0 all working normally, 1 one degraded, 2 one failed or not answering (its
+daemon died: uraid recover NAME), 4 the information could not be had.`,
 		Args:              arrayArgs(cobra.MaximumNArgs(1), false),
 		ValidArgsFunction: completeArrayNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,17 +65,17 @@ func newStatusCommand() *cobra.Command {
 			if len(args) == 1 {
 				e := daemon.Lookup(cmd.Context(), args[0])
 				if e.Status == nil && e.Record == nil {
-					return e.Err
+					return testFailure(cmd, test, e.Err)
 				}
 				entries = []daemon.Entry{e}
 			} else {
 				var err error
 				if entries, err = daemon.Inventory(cmd.Context()); err != nil {
-					return err
+					return testFailure(cmd, test, err)
 				}
 			}
 			out := cmd.OutOrStdout()
-			bad := false
+			code := exitOK
 			if asJSON {
 				if err := writeJSON(out, entriesJSON(entries)); err != nil {
 					return err
@@ -78,7 +85,7 @@ func newStatusCommand() *cobra.Command {
 			}
 			for _, e := range entries {
 				if e.Status == nil {
-					bad = true
+					code = max(code, exitTestFailed)
 					if !asJSON {
 						name := e.Name
 						if name == "" {
@@ -88,18 +95,19 @@ func newStatusCommand() *cobra.Command {
 					}
 					continue
 				}
-				bad = bad || unhealthy(*e.Status)
+				code = max(code, healthCode(*e.Status))
 				if !asJSON {
 					writeStatusLine(out, *e.Status)
 				}
 			}
-			if bad {
-				return exitCode(exitDegraded)
+			if test {
+				return testCode(code)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array: each array's status, and what dead daemons left (docs/cli.md)")
+	cmd.Flags().BoolVar(&test, "test", false, "exit 1 if an array is degraded, 2 if one failed or is not answering, 4 if the status cannot be had")
 	return cmd
 }
 
@@ -138,7 +146,7 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 	fmt.Fprintf(w, "%s : %s %s %s %s\n", st.Name, stateText(st), level, st.Device, strings.Join(paths, " "))
 	chunk := ""
 	if st.ChunkBytes > 0 {
-		chunk = " " + formatSize(st.ChunkBytes) + " chunks"
+		chunk = " " + bytesize.Format(st.ChunkBytes) + " chunks"
 	}
 	var queued, inflight int
 	for _, m := range st.Members {
@@ -146,8 +154,8 @@ func writeStatusLine(w io.Writer, st daemon.Status) {
 		inflight += m.Discard.InFlight
 	}
 	fmt.Fprintf(w, "      %s%s [%d/%d] [%s] discard %s: %d requests, %s, %d member ranges, %d queued, %d in flight\n",
-		formatSize(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
-		st.Discard.Requests, formatSize(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
+		bytesize.Format(st.SizeBytes), chunk, active(st), len(st.Members), flags.String(), st.DiscardMode,
+		st.Discard.Requests, bytesize.Format(int64(st.Discard.Bytes)), st.Discard.MemberRanges, queued, inflight)
 	fmt.Fprintf(w, "      TRIMs at once [%s], exclusive: %s\n", strings.Join(trimDepths(st), " "), exclusiveMembers(st))
 	writeSyncLine(w, st)
 }

@@ -133,7 +133,7 @@ func TestDetailZeroCopy(t *testing.T) {
 }
 
 // TestStatusJSONListsDeadArray: an array whose daemon is gone but whose record is left is listed
-// with its state, not dropped, and status says so in its exit code.
+// with its state, not dropped, and status --test says so in its exit code.
 func TestStatusJSONListsDeadArray(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("URAID_RUN_DIR", dir)
@@ -141,11 +141,11 @@ func TestStatusJSONListsDeadArray(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "dead.json"), []byte(rec), 0o600))
 	for _, args := range [][]string{{"status", "--json"}, {"status", "--json", "dead"}, {"list", "--json"}} {
 		code, out, errOut := runCLI(t, args...)
-		want := exitDegraded
-		if args[0] == "list" {
-			want = exitOK
+		require.Equal(t, exitOK, code, "%v: %s", args, errOut)
+		if args[0] == "status" {
+			code, _, _ := runCLI(t, append(args, "--test")...)
+			require.Equal(t, exitTestFailed, code, "%v --test", args)
 		}
-		require.Equal(t, want, code, "%v: %s", args, errOut)
 		var got []daemon.Leftover
 		require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 		require.Len(t, got, 1, out)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 )
 
 func newStopCommand() *cobra.Command {
@@ -91,7 +92,7 @@ func sayWhatStopWaitsFor(ctx context.Context, w io.Writer, name string, done <-c
 		}
 		if queued+inflight > 0 {
 			fmt.Fprintf(w, "uraid: array %s: stopping: waiting for the members' TRIMs (%d queued, %s, %d in flight), then flushing the members\n",
-				name, queued, formatSize(bytes), inflight)
+				name, queued, bytesize.Format(bytes), inflight)
 		} else {
 			fmt.Fprintf(w, "uraid: array %s: stopping: waiting for the daemon to flush the members and mark them clean\n", name)
 		}

@@ -12,9 +12,9 @@ import (
 )
 
 // TestExitCodes pins the exit status of every kind of call docs/cli.md names (Exit codes), and
-// the first line each writes to stderr, in testdata/exit_codes.txt (-update rewrites it). Exit 3
-// from detail needs a running degraded array and exit 75 a supervisor: the guest suite has those
-// (tests/array_test.go, tests/recovery_test.go).
+// the first line each writes to stderr, in testdata/exit_codes.txt (-update rewrites it). --test's
+// 1 and 2 for a degraded or failed array need a running one: TestDetailStatusExitCodes serves
+// one; exit 75 needs a supervisor: the guest suite has it (tests/recovery_test.go).
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("URAID_RUN_DIR", filepath.Join(dir, "run"))
@@ -48,10 +48,14 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"list"}, exitOK, false},
 		{[]string{"status"}, exitOK, false},
 		{[]string{"status", "--json"}, exitOK, false},
-		{[]string{"status"}, exitDegraded, true},
-		{[]string{"status", "--json"}, exitDegraded, true},
-		{[]string{"status", "dead"}, exitDegraded, true},
+		{[]string{"status"}, exitOK, true},
+		{[]string{"status", "--json"}, exitOK, true},
+		{[]string{"status", "dead"}, exitOK, true},
+		{[]string{"status", "--test"}, exitOK, false},
+		{[]string{"status", "--test"}, exitTestFailed, true},
+		{[]string{"status", "--test", "dead"}, exitTestFailed, true},
 		{[]string{"status", "nosuch"}, exitError, false},
+		{[]string{"status", "--test", "nosuch"}, exitTestError, false},
 		{[]string{"status", "a", "b"}, exitUsage, false},
 		{[]string{"monitor", "--oneshot"}, exitOK, true},
 		{[]string{"monitor", "--scan", "x"}, exitUsage, false},
@@ -61,7 +65,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"detail", "bad/name"}, exitUsage, false},
 		{[]string{"detail", ".hidden"}, exitUsage, false},
 		{[]string{"detail", "nosuch"}, exitError, false},
+		{[]string{"detail", "--test", "nosuch"}, exitTestError, false},
+		{[]string{"detail", "--test", "bad/name"}, exitUsage, false},
 		{[]string{"detail", "dead"}, exitError, true},
+		{[]string{"detail", "--test", "dead"}, exitTestFailed, true},
 		{[]string{"stop", "nosuch"}, exitError, false},
 		{[]string{"stop", "bad/name"}, exitUsage, false},
 		{[]string{"stop", "/dev/sda"}, exitError, false},
@@ -74,6 +81,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"examine"}, exitUsage, false},
 		{[]string{"examine", "M0"}, exitError, false},
 		{[]string{"examine", "/no/such/member"}, exitError, false},
+		{[]string{"examine", "--scan", "--config", "/no/such/uraid.conf"}, exitError, false},
+		{[]string{"examine", "--scan", "M0"}, exitUsage, false},
+		{[]string{"assemble", "--scan", "--config", "/no/such/uraid.conf"}, exitError, false},
+		{[]string{"assemble", "x", "--foreground", "M0", "M0"}, exitError, false},
 		{[]string{"assemble", "x"}, exitUsage, false},
 		{[]string{"assemble", "bad/name", "M0", "M1"}, exitUsage, false},
 		{[]string{"assemble", "x", "--foreground", "M0", "M1"}, exitError, false},

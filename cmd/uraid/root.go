@@ -14,10 +14,15 @@ import (
 
 // Exit codes that scripts can rely on.
 const (
-	exitOK       = 0
-	exitError    = 1
-	exitUsage    = 2
-	exitDegraded = 3 // status and detail: an array is degraded or failed
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+	// With --test, detail and status answer for the arrays' health as mdadm --detail --test does:
+	// 1 an array is degraded, 2 one is failed (unusable: for status also one not answering), 4 the
+	// information could not be had. Without --test they exit 0 whenever they report.
+	exitTestDegraded = 1
+	exitTestFailed   = 2
+	exitTestError    = 4
 	// exitHandover ends a supervised daemon that handed its device over to a successor, which
 	// its supervisor (systemd, Restart=on-failure) starts: EX_TEMPFAIL.
 	exitHandover = 75

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"uraid/internal/bytesize"
 )
 
 // parseSize reads a byte count as mdadm and dd users write it: 4096, 512K, 64M, 1G, 2T, with an
@@ -40,7 +42,7 @@ func (f *sizeFlag) String() string {
 	if *f == 0 {
 		return "0"
 	}
-	return formatSize(int64(*f))
+	return bytesize.Format(int64(*f))
 }
 
 func (f *sizeFlag) Set(s string) error {
@@ -53,23 +55,3 @@ func (f *sizeFlag) Set(s string) error {
 }
 
 func (f *sizeFlag) Type() string { return "size" }
-
-// formatSize writes a byte count in the largest binary unit that keeps it whole, or with one
-// decimal in GiB and TiB for large odd sizes.
-func formatSize(v int64) string {
-	units := []struct {
-		shift uint
-		name  string
-	}{{40, "T"}, {30, "G"}, {20, "M"}, {10, "K"}}
-	for _, u := range units {
-		if v >= 1<<u.shift && v%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", v>>u.shift, u.name)
-		}
-	}
-	for _, u := range units[:2] {
-		if v >= 1<<u.shift {
-			return fmt.Sprintf("%.1f%s", float64(v)/float64(int64(1)<<u.shift), u.name)
-		}
-	}
-	return strconv.FormatInt(v, 10)
-}

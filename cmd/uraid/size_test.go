@@ -19,9 +19,3 @@ func TestParseSize(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
-
-func TestFormatSize(t *testing.T) {
-	for in, want := range map[int64]string{512 << 10: "512K", 1 << 30: "1G", 3 << 29: "1536M", 1000: "1000", 1<<30 + 1: "1.0G"} {
-		assert.Equal(t, want, formatSize(in), in)
-	}
-}

@@ -8,6 +8,7 @@ import (
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/internal/bytesize"
 )
 
 // syncProgress is a running job as the status line shows it, mdstat-like: action, percent, done
@@ -28,11 +29,11 @@ func syncProgress(s *array.SyncStatus) string {
 	if s.RateBytesPerS > 0 && s.TotalBytes >= s.DoneBytes {
 		eta = (time.Duration(float64(s.TotalBytes-s.DoneBytes)/float64(s.RateBytesPerS)) * time.Second).Round(time.Second).String()
 	}
-	out := fmt.Sprintf("%s = %.1f%% (%s/%s) %s, eta %s", action, pct, sizeText(s.DoneBytes), sizeText(s.TotalBytes), rateText(s.RateBytesPerS), eta)
+	out := fmt.Sprintf("%s = %.1f%% (%s/%s) %s, eta %s", action, pct, bytesize.Format(s.DoneBytes), bytesize.Format(s.TotalBytes), bytesize.FormatRate(s.RateBytesPerS), eta)
 	if s.Action == array.SyncCheck || s.Action == array.SyncRepair {
-		out += fmt.Sprintf(", %s differ", sizeText(s.MismatchBytes))
+		out += fmt.Sprintf(", %s differ", bytesize.Format(s.MismatchBytes))
 		if s.Action == array.SyncRepair {
-			out += fmt.Sprintf(", %s repaired", sizeText(s.RepairedBytes))
+			out += fmt.Sprintf(", %s repaired", bytesize.Format(s.RepairedBytes))
 		}
 	}
 	return out
@@ -66,7 +67,7 @@ func writeSyncDetail(row func(k, v string), st daemon.Status) {
 	}
 	if c := st.Regions; c != nil {
 		row("Regions", fmt.Sprintf("%d of %s: %d in sync, %d dirty, %d trimmed, %d need resync",
-			c.Regions, formatSize(c.RegionBytes), c.InSync, c.Dirty, c.Trimmed, c.NeedResync))
+			c.Regions, bytesize.Format(c.RegionBytes), c.InSync, c.Dirty, c.Trimmed, c.NeedResync))
 	}
 }
 
@@ -82,9 +83,9 @@ func lastText(l *array.SyncResult) string {
 	default:
 		b.WriteString("done;")
 	}
-	fmt.Fprintf(&b, " %s in %s", sizeText(l.DoneBytes), (time.Duration(l.Seconds * float64(time.Second))).Round(time.Millisecond))
+	fmt.Fprintf(&b, " %s in %s", bytesize.Format(l.DoneBytes), (time.Duration(l.Seconds * float64(time.Second))).Round(time.Millisecond))
 	if l.Action == array.SyncCheck || l.Action == array.SyncRepair {
-		fmt.Fprintf(&b, ", %s differ", sizeText(l.MismatchBytes))
+		fmt.Fprintf(&b, ", %s differ", bytesize.Format(l.MismatchBytes))
 		if len(l.MismatchRegions) > 0 {
 			regs := make([]string, len(l.MismatchRegions))
 			for i, r := range l.MismatchRegions {
@@ -93,32 +94,11 @@ func lastText(l *array.SyncResult) string {
 			fmt.Fprintf(&b, " (regions %s)", strings.Join(regs, " "))
 		}
 		if l.Action == array.SyncRepair {
-			fmt.Fprintf(&b, ", %s repaired", sizeText(l.RepairedBytes))
+			fmt.Fprintf(&b, ", %s repaired", bytesize.Format(l.RepairedBytes))
 		}
 	}
 	if !l.Ended.IsZero() {
 		fmt.Fprintf(&b, "; ended %s", l.Ended.UTC().Format(time.RFC3339))
 	}
 	return b.String()
-}
-
-// sizeText is a byte count for progress: exact below 1 KiB, else in binary units with one decimal.
-func sizeText(v int64) string {
-	if v < 1<<10 {
-		return fmt.Sprintf("%d bytes", v)
-	}
-	units := []struct {
-		shift uint
-		name  string
-	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}}
-	for _, u := range units {
-		if v >= 1<<u.shift {
-			return fmt.Sprintf("%.1f %s", float64(v)/float64(int64(1)<<u.shift), u.name)
-		}
-	}
-	return fmt.Sprint(v)
-}
-
-func rateText(r int64) string {
-	return fmt.Sprintf("%.1f MiB/s", float64(r)/(1<<20))
 }
