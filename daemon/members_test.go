@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,11 +38,14 @@ func TestMemberChangesOverTheSocket(t *testing.T) {
 	m0, m1 := l.members[0], l.members[1]
 
 	spare := blank("spare")
-	_, err = c.ChangeMember(ctx, OpAdd, MemberChange{Member: "spare"})
-	assert.ErrorContains(t, err, "add spare: give the device's absolute path", "the daemon runs in /")
-	_, err = c.ChangeMember(ctx, OpReplace, MemberChange{Member: m0, New: "new"})
+	// The daemon runs in /: a relative path reaching it is refused, not read there.
+	_, err = c.doBody(ctx, http.MethodPost, "/"+OpAdd, MemberChange{Member: "spare"})
+	assert.ErrorContains(t, err, "add spare: give the device's absolute path")
+	_, err = c.doBody(ctx, http.MethodPost, "/"+OpReplace, MemberChange{Member: m0, New: "new"})
 	assert.ErrorContains(t, err, "replace new: give the device's absolute path")
-	res, err := c.ChangeMember(ctx, OpAdd, MemberChange{Member: spare})
+	// The client makes it absolute in the caller's directory first.
+	t.Chdir(filepath.Dir(spare))
+	res, err := c.ChangeMember(ctx, OpAdd, MemberChange{Member: "spare"})
 	require.NoError(t, err)
 	assert.Equal(t, "added as a spare", res)
 	assert.Equal(t, []string{m0, m1, spare}, recorded())
