@@ -82,10 +82,15 @@ type Array struct {
 	// adminMu serializes membership changes (fail, remove, add, replace, spares).
 	adminMu sync.Mutex
 	closing atomic.Bool
-	state   []atomic.Int32
-	stats   []memberStats
-	gran    []mapping.Granularity
-	dataOff []int64
+	// bg counts the goroutines a failure starts (a spare taking the failed member's place), which
+	// Close waits for; bgClosed, under bgMu, keeps new ones from starting once Close has begun.
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
+	state    []atomic.Int32
+	stats    []memberStats
+	gran     []mapping.Granularity
+	dataOff  []int64
 
 	opts Options
 	// log is the array's logger (Options.Log), its records tagged with array=Name.
@@ -594,7 +599,7 @@ func (a *Array) fail(i int, err error) {
 			a.regions.degraded() // what is written from now on must reach the member when it is back
 		}
 		if a.onFail != nil {
-			go a.onFail(i) // a hot spare may take its place; never on the queue goroutine
+			a.background(func() { a.onFail(i) }) // a hot spare may take its place; never on the queue goroutine
 		}
 		hit(FailpointFailed)
 	}
@@ -616,9 +621,28 @@ func (a *Array) Flush() error {
 	return errors.Join(errs...)
 }
 
+// background runs f on a goroutine of its own that Close waits for; none starts once Close has
+// begun, so nothing the array started runs on after it is closed.
+func (a *Array) background(f func()) {
+	a.bgMu.Lock()
+	defer a.bgMu.Unlock()
+	if a.bgClosed {
+		return
+	}
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		f()
+	}()
+}
+
 // Close stops the discard engine and releases the members. The device must be stopped first.
 func (a *Array) Close() error {
 	a.closing.Store(true)
+	a.bgMu.Lock()
+	a.bgClosed = true
+	a.bgMu.Unlock()
+	a.bg.Wait()      // outside adminMu, which a spare's activation takes
 	a.adminMu.Lock() // a membership change in progress finishes first
 	a.adminMu.Unlock()
 	var errs []error

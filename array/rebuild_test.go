@@ -2,9 +2,11 @@ package array
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,5 +449,38 @@ func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 			copy(want[p:p+64<<10], make([]byte, 64<<10))
 		}
 		require.Equal(t, want, ublktest.Read(t, h, off, harnessMaxIO), "at %d", off)
+	}
+}
+
+// TestCloseWaitsForASparesActivation: the goroutine a member failure starts (a spare takes the
+// failed member's place) is the array's own: Close returns only after it, and none starts after
+// Close has begun. It used to outlive Close and run against a closed array.
+func TestCloseWaitsForASparesActivation(t *testing.T) {
+	m := newMirrorWith(t, 1)
+	started, release := make(chan int, 1), make(chan struct{})
+	var ran atomic.Bool
+	m.a.onFail = func(i int) {
+		started <- i
+		<-release
+		ran.Store(true)
+	}
+	m.a.fail(0, errors.New("a dying disk"))
+	assert.Equal(t, 0, testutil.Receive(t, started, "the failure's spare activation to start"))
+	closed := make(chan error, 1)
+	go func() { closed <- m.a.Close() }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while the spare's activation still ran")
+	case <-time.After(50 * time.Millisecond): // Close waits; a wrong one would return at once
+	}
+	close(release)
+	require.NoError(t, testutil.Receive(t, closed, "Close to return once the activation ends"))
+	assert.True(t, ran.Load())
+
+	m.a.fail(1, errors.New("a dying disk after Close"))
+	select {
+	case <-started:
+		t.Fatal("a failure after Close started a spare's activation")
+	default:
 	}
 }
