@@ -72,6 +72,10 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if len(o.spares) > 0 && !level.Redundant() {
 		return usageError{fmt.Errorf("--spare: level %s keeps one copy of each byte, so no spare can rebuild a member; use level 1 or 10, or drop --spare", level.ShortName())}
 	}
+	if cmd.Flags().Changed("chunk") && o.chunk == 0 {
+		return usageError{fmt.Errorf("--chunk 0: give a power of two from %s to %s, e.g. --chunk 512K, or leave --chunk out for the default (%s)",
+			formatSize(mapping.MinChunkBytes), formatSize(mapping.MaxChunkBytes), formatSize(mapping.DefaultChunkBytes))}
+	}
 	layout := mapping.NoLayout // raid.Create picks n2 for raid10
 	if o.layout != "" {
 		if layout, err = mapping.ParseLayout(o.layout); err != nil {

@@ -44,7 +44,11 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events on stderr: text (key=value) or json")
 }
 
+// check validates the flags and spells the enum flags (--discard, --log-format) the one way the
+// daemon and its record keep them: every enum flag of uraid takes its words in any case.
 func (f *serveFlags) check() error {
+	f.discard = strings.ToLower(strings.TrimSpace(f.discard))
+	f.logFormat = strings.ToLower(strings.TrimSpace(f.logFormat))
 	if _, err := array.ParseDiscardMode(f.discard); err != nil {
 		return usageError{err}
 	}
