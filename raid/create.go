@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"uraid/mapping"
 )
 
@@ -44,22 +46,64 @@ var (
 )
 
 // Create checks every member and spare and the geometry, and only when all is well creates the
-// missing member files and writes a superblock to every member. When it refuses, no member has
-// been touched. The members are returned open and locked, slots first and then spares, with
-// their superblocks (a spare's Role says so); the caller serves or closes them.
+// missing member files and writes a superblock to every member: PlanCreate, then Commit. When it
+// refuses, or a write fails, no member has changed. The members are returned open and locked,
+// slots first and then spares, with their superblocks (a spare's Role says so); the caller serves
+// or closes them.
 func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
-	if err := ValidateName(o.Name); err != nil {
+	p, err := PlanCreate(o)
+	if err != nil {
 		return nil, nil, err
+	}
+	c, err := p.Commit()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.Members, c.Superblocks, nil
+}
+
+// CreatePlan is a create that passed every check of its members and geometry and has written
+// nothing yet: its existing members are open and locked, and it has saved the metadata area
+// (superblock and region map, up to DefaultDataOffset) of each. The caller makes its own checks
+// (that the array can be served at all) and then commits or aborts it.
+type CreatePlan struct {
+	o        CreateOptions
+	all      []string           // members, then spares
+	open     map[string]*Member // the members that exist, by path
+	missing  []string           // member files to make
+	dataSize int64
+	saved    map[string][]byte // the metadata area of each existing member as it was
+}
+
+// metadataArea is what Undo restores of an existing member: the superblock and the region map
+// the array writes after it, everything before the data. Create writes only the superblock;
+// the daemon's start writes the rest, so a start that fails is undone too.
+const metadataArea = DefaultDataOffset - SuperblockOffset
+
+// createFault, set only by tests, is asked before each write of a create (step: "make PATH" or
+// "superblock PATH") and fails that write when it returns an error, so that a test can stop a
+// create at every write and see it undone.
+var createFault func(step string) error
+
+func faultAt(step string) error {
+	if createFault == nil {
+		return nil
+	}
+	return createFault(step)
+}
+
+// PlanCreate checks every member and spare and the geometry, and writes nothing.
+func PlanCreate(o CreateOptions) (*CreatePlan, error) {
+	if err := ValidateName(o.Name); err != nil {
+		return nil, err
 	}
 	if err := checkCreateGeometry(&o); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var members []*Member
-	fail := func(err error) ([]*Member, []*Superblock, error) {
-		for _, m := range members {
-			m.Close()
-		}
-		return nil, nil, err
+	fail := func(err error) (*CreatePlan, error) {
+		closeMembers(members)
+		return nil, err
 	}
 	seen := map[string]string{}
 	var missing []string
@@ -80,8 +124,14 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 			if o.Size == 0 {
 				return fail(fmt.Errorf("member %s does not exist: give --size to create it as a sparse file", p))
 			}
+			if err := checkCanMake(p); err != nil {
+				return fail(err)
+			}
 			missing = append(missing, p)
 			continue
+		}
+		if err != nil {
+			return fail(fmt.Errorf("member %s: %w", p, err))
 		}
 		// Checked before any open: a second open of the same file would fail its lock first and
 		// blame another process.
@@ -127,30 +177,100 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 	if _, err := geometryMap(&o, dataSize); err != nil {
 		return fail(err)
 	}
-
-	// Everything checked: from here on members change.
-	byPath := map[string]*Member{}
+	p := &CreatePlan{o: o, all: all, open: map[string]*Member{}, missing: missing, dataSize: dataSize, saved: map[string][]byte{}}
 	for _, m := range members {
-		byPath[m.Path] = m
+		buf := AlignedBytes(metadataArea)
+		if _, err := m.File.ReadAt(buf, SuperblockOffset); err != nil {
+			return fail(fmt.Errorf("member %s: read its metadata area to restore it should the create fail: %w", m.Path, err))
+		}
+		p.open[m.Path], p.saved[m.Path] = m, buf
 	}
-	for _, p := range missing {
-		m, err := createSparse(p, o.Size)
+	return p, nil
+}
+
+// checkCanMake refuses a member file create could not make: its directory (or the nearest one
+// that exists) must be writable.
+func checkCanMake(p string) error {
+	dir := filepath.Dir(p)
+	for {
+		fi, err := os.Stat(dir)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("member %s: cannot make it: %s is not a directory", p, dir)
+			}
+			if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Errorf("member %s: cannot make it in %s: %w; run as root or pick a directory you may write", p, dir, err)
+			}
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) || filepath.Dir(dir) == dir {
+			return fmt.Errorf("member %s: %w", p, err)
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// Abort closes the plan's members; nothing was written.
+func (p *CreatePlan) Abort() {
+	for _, m := range p.open {
+		m.Close()
+	}
+}
+
+// Created is a committed create: its members, open and locked, slots first and then spares, with
+// their superblocks, and what Undo needs to put every member back as it was.
+type Created struct {
+	Members     []*Member
+	Superblocks []*Superblock
+	made        []string          // member files create made
+	dirs        []string          // directories create made for them, outermost first
+	saved       map[string][]byte // the metadata area of each member that existed
+	touched     map[string]bool   // the members of saved written to (undo restores only these)
+}
+
+// Commit makes the missing member files and writes every superblock. When a write fails it undoes
+// what it did (the superblock areas written get back their bytes, the files and directories it
+// made are removed) and returns the write's error; the plan's members are closed either way but
+// on success, when Created holds them.
+func (p *CreatePlan) Commit() (*Created, error) {
+	c := &Created{saved: p.saved, touched: map[string]bool{}}
+	byPath := map[string]*Member{}
+	var made []*Member
+	fail := func(err error) (*Created, error) {
+		if uerr := c.undo(byPath); uerr != nil {
+			err = fmt.Errorf("%w; undoing the create failed too, the members may be changed: %v", err, uerr)
+		} else {
+			err = fmt.Errorf("%w (every member is as it was)", err)
+		}
+		closeMembers(made)
+		p.Abort()
+		return nil, err
+	}
+	for path, m := range p.open {
+		byPath[path] = m
+	}
+	for _, path := range p.missing {
+		if err := faultAt("make " + path); err != nil {
+			return fail(fmt.Errorf("member %s: %w", path, err))
+		}
+		dirs, err := makeDirs(filepath.Dir(path))
+		c.dirs = append(c.dirs, dirs...)
+		if err != nil {
+			return fail(fmt.Errorf("member %s: %w", path, err))
+		}
+		m, err := createSparse(path, p.o.Size)
 		if err != nil {
 			return fail(err)
 		}
-		byPath[p] = m
-		members = append(members, m)
+		c.made = append(c.made, path)
+		byPath[path] = m
+		made = append(made, m)
 	}
-	ordered := make([]*Member, len(all))
-	for i, p := range all {
-		ordered[i] = byPath[p]
-	}
-	members = ordered
-	sbs, err := newSuperblocks(&o, dataSize)
+	sbs, err := newSuperblocks(&p.o, p.dataSize)
 	if err != nil {
 		return fail(err)
 	}
-	for range o.Spares {
+	for range p.o.Spares {
 		sp := *sbs[0]
 		if sp.MemberUUID, err = NewUUID(); err != nil {
 			return fail(err)
@@ -158,12 +278,86 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 		sp.Index, sp.Role = 0, RoleSpare
 		sbs = append(sbs, &sp)
 	}
-	for i, m := range members {
-		if err := WriteSuperblock(m.File, sbs[i]); err != nil {
-			return fail(fmt.Errorf("member %s: %w", m.Path, err))
+	members := make([]*Member, len(p.all))
+	for i, path := range p.all {
+		members[i] = byPath[path]
+		if err := faultAt("superblock " + path); err != nil {
+			return fail(fmt.Errorf("member %s: %w", path, err))
+		}
+		c.touched[path] = true
+		if err := WriteSuperblock(members[i].File, sbs[i]); err != nil {
+			return fail(fmt.Errorf("member %s: %w", path, err))
 		}
 	}
-	return members, sbs, nil
+	c.Members, c.Superblocks = members, sbs
+	return c, nil
+}
+
+// Undo puts every member back as it was before the create: the metadata area of each member that
+// existed gets back its bytes, the member files and directories create made are removed. It is
+// for a create whose array never served: the caller has closed the members (and the daemon that
+// failed to start has let go of them).
+func (c *Created) Undo() error { return c.undo(nil) }
+
+// undo restores through the open members in open, opening by path those it lacks.
+func (c *Created) undo(open map[string]*Member) error {
+	var errs []error
+	for path, saved := range c.saved {
+		if !c.touched[path] {
+			continue
+		}
+		m := open[path]
+		if m == nil {
+			var err error
+			if m, err = OpenMember(path); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			defer m.Close()
+		}
+		if _, err := m.File.WriteAt(saved, SuperblockOffset); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: restore its metadata area: %w", path, err))
+		} else if err := m.File.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("member %s: restore its metadata area: sync: %w", path, err))
+		}
+	}
+	for _, path := range c.made {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("member %s: remove the file create made: %w", path, err))
+		}
+	}
+	for i := len(c.dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(c.dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the directory create made: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// makeDirs makes dir and its missing parents, and returns those it made, outermost first.
+func makeDirs(dir string) ([]string, error) {
+	var todo []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		todo = append([]string{d}, todo...)
+	}
+	var made []string
+	for _, d := range todo {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return made, err
+		} else if err == nil {
+			made = append(made, d)
+		}
+	}
+	return made, nil
+}
+
+func closeMembers(ms []*Member) {
+	for _, m := range ms {
+		m.Close()
+	}
 }
 
 func contains(s []string, v string) bool {
@@ -340,9 +534,6 @@ func geometryMap(o *CreateOptions, dataSize int64) (*mapping.Map, error) {
 }
 
 func createSparse(path string, size int64) (*Member, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("member %s: %w", path, err)
-	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", path, err)

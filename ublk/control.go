@@ -60,9 +60,10 @@ func controlOpenError(err error) error {
 			return fmt.Errorf("%w: %s is missing although ublk_drv is loaded (is devtmpfs mounted on /dev?): %w", ErrNoUblk, controlPath, err)
 		}
 		if kernelHasUblkModule() {
-			return fmt.Errorf("%w: ublk_drv is not loaded (try: modprobe ublk_drv): %w", ErrNoUblk, err)
+			return fmt.Errorf("%w: %s is missing: the ublk_drv module is not loaded (try: modprobe ublk_drv): %w", ErrNoUblk, controlPath, err)
 		}
-		return fmt.Errorf("%w: this kernel has no ublk driver (it needs CONFIG_BLK_DEV_UBLK, Linux 6.12 or later): %w", ErrNoUblk, err)
+		return fmt.Errorf("%w: %s is missing and this kernel has no ublk_drv module for modprobe ublk_drv to load "+
+			"(it needs CONFIG_BLK_DEV_UBLK, Linux 6.12 or later; make test-vm runs one in a guest): %w", ErrNoUblk, controlPath, err)
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("%w: run as root: %w", ErrPermission, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,7 @@ import (
 	"uraid/daemon"
 	"uraid/mapping"
 	"uraid/raid"
+	"uraid/ublk"
 )
 
 type createOptions struct {
@@ -34,7 +36,9 @@ func newCreateCommand() *cobra.Command {
 device (/dev/ublkbN) once it is usable. A MEMBER path that does not exist is created as a sparse
 file of --size bytes. Nothing is written to any member unless every check passes: members that
 carry a superblock or a filesystem (unless --force), are mounted or in use, are named twice or are
-too small are refused.`,
+too small are refused, and so is a host without ublk (modprobe ublk_drv) or a --metrics-listen
+address in use. Should a write fail, or the array fail to start, create puts every member back
+as it was and removes the member files it made.`,
 		Example: `  uraid create demo --level 10 --size 1G /var/lib/uraid/demo/m{0..3}
   uraid create fast --level 0 --chunk 256K --discard async /dev/nvme0n1 /dev/nvme1n1`,
 		Args: arrayArgs(cobra.MinimumNArgs(2), false),
@@ -94,7 +98,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err
 	}
-	ms, sbs, err := raid.Create(raid.CreateOptions{
+	plan, err := raid.PlanCreate(raid.CreateOptions{
 		Name: name, Level: level, Layout: layout, Chunk: int64(o.chunk), Size: int64(o.size),
 		Members: members, Spares: o.spares, Force: o.force,
 	})
@@ -106,19 +110,58 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if err != nil {
 		return err
 	}
-	if o.serve.foreground {
-		a, err := array.NewArray(ms, sbs, o.serve.options(false))
-		if err != nil {
-			for _, m := range ms {
-				m.Close()
+	// What the array needs to be served, checked before the first write: a create that cannot
+	// start leaves nothing for a retry to need --force for.
+	if err := canServe(&o.serve); err != nil {
+		plan.Abort()
+		return fmt.Errorf("array %s: nothing written: %w", name, err)
+	}
+	c, err := plan.Commit()
+	if err != nil {
+		return err
+	}
+	var started atomic.Bool // the device was usable: the members are the array's now
+	err = func() error {
+		if o.serve.foreground {
+			a, err := array.NewArray(c.Members, c.Superblocks, o.serve.options(false))
+			if err != nil {
+				for _, m := range c.Members {
+					m.Close()
+				}
+				return err
 			}
-			return err
+			return serveHere(cmd, a, append(members, o.spares...), &o.serve, nil, false, func() { started.Store(true) })
 		}
-		return serveHere(cmd, a, append(members, o.spares...), &o.serve, nil, false)
+		// The daemon assembles the members itself; ours must let go of them first.
+		for _, m := range c.Members {
+			m.Close()
+		}
+		err := serveDetached(cmd, name, append(members, o.spares...), &o.serve, false)
+		started.Store(err == nil)
+		return err
+	}()
+	if err == nil || started.Load() {
+		return err
 	}
-	// The daemon assembles the members itself; ours must let go of them first.
-	for _, m := range ms {
-		m.Close()
+	return undoCreate(cmd, name, c, err)
+}
+
+// canServe checks what serving a new array needs from the host: ublk, and the metrics address.
+func canServe(f *serveFlags) error {
+	if err := daemon.ProbeMetricsListen(f.metrics); err != nil {
+		return err
 	}
-	return serveDetached(cmd, name, append(members, o.spares...), &o.serve, false)
+	return ublk.Available()
+}
+
+// undoCreate puts the members back as they were after the array failed to start, unless the
+// start left a device (a daemon that died serving it): then they are the array's.
+func undoCreate(cmd *cobra.Command, name string, c *raid.Created, err error) error {
+	if ferr := daemon.CheckFree(cmd.Context(), name); ferr != nil {
+		return fmt.Errorf("%w (the members keep their superblocks: %v)", err, ferr)
+	}
+	if uerr := c.Undo(); uerr != nil {
+		return fmt.Errorf("%w; undoing the create failed, the members may carry its superblocks: %v", err, uerr)
+	}
+	return fmt.Errorf("%w (the create was undone: every member is as it was)", err)
 }

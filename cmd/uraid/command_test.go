@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -227,5 +228,44 @@ func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, flag[0]+" /dev/sdz is not a member of the array (members: "+ms[0]+", "+ms[1]+")")
 		assert.Equal(t, before, fileSums(t, ms), "members changed")
+	}
+}
+
+// TestCreateChecksServingFirst: a create that could not serve its array (no ublk on this host, a
+// metrics address in use) says why and writes nothing: no superblock, no member file, so a retry
+// needs no --force.
+func TestCreateChecksServingFirst(t *testing.T) {
+	ms := memberFiles(t, 2, 8<<20)
+	made := ms[1] + ".new"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"metrics address in use", []string{"--metrics-listen", ln.Addr().String()}, "pick a free host:port"},
+	}
+	if _, err := os.Stat("/dev/ublk-control"); os.IsNotExist(err) {
+		tests = append(tests, struct {
+			name string
+			args []string
+			msg  string
+		}{"no ublk", nil, "ublk_drv"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := fileSums(t, ms)
+			args := append(append([]string{"create", "srv", "--level", "1", "--size", "8M"}, tt.args...), ms[0], made)
+			code, out, errOut := runCLI(t, args...)
+			assert.Equal(t, exitError, code, errOut)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, "nothing written")
+			assert.Contains(t, errOut, tt.msg)
+			assert.Equal(t, before, fileSums(t, ms), "members changed")
+			_, err := os.Stat(made)
+			assert.True(t, os.IsNotExist(err), "a refused create made a member file")
+		})
 	}
 }
