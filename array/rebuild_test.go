@@ -2,8 +2,10 @@ package array
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -187,6 +189,25 @@ func TestMembershipRefusals(t *testing.T) {
 	_, err = m.a.AddMember(other.paths[0], false)
 	assert.ErrorIs(t, err, raid.ErrHasSuperblock)
 	assert.Equal(t, StateNameDegraded, m.a.Status("", 0).State)
+
+	// A device blkid finds a signature on (here a DOS partition table) is refused by add and
+	// replace alike, naming it, and left as it was.
+	if _, err := exec.LookPath("blkid"); err == nil {
+		dir := testutil.MemDir(t)
+		table := testutil.SparseFile(t, dir, "table", 64*mib)
+		mbr := make([]byte, 512)
+		mbr[446+4], mbr[510], mbr[511] = 0x83, 0x55, 0xAA
+		binary.LittleEndian.PutUint32(mbr[446+8:], 2048)
+		binary.LittleEndian.PutUint32(mbr[446+12:], 8192)
+		require.NoError(t, os.WriteFile(table, append(mbr, make([]byte, 64*mib-512)...), 0o600))
+		_, err = m.a.AddMember(table, false)
+		assert.ErrorIs(t, err, raid.ErrHasSignature)
+		assert.ErrorContains(t, err, `PTTYPE="dos"`)
+		b, rerr := os.ReadFile(table)
+		require.NoError(t, rerr)
+		assert.Equal(t, mbr, b[:512], "a refused add changed the device")
+		assert.ErrorIs(t, m.a.ReplaceMember(m.paths[0], table, false), raid.ErrHasSignature)
+	}
 
 	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
 	defer a.Close()

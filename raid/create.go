@@ -28,7 +28,7 @@ type CreateOptions struct {
 	// Spares are hot spares: each takes a failed member's place by itself. They get a superblock
 	// of the array and hold no data until then.
 	Spares []string
-	// Force overwrites members that carry a uraid superblock or a filesystem.
+	// Force overwrites members that carry a uraid superblock or any signature, without looking.
 	Force bool
 }
 
@@ -414,7 +414,8 @@ func checkCreateGeometry(o *CreateOptions) error {
 }
 
 // CheckFresh refuses a member that holds something a user may still want: a uraid superblock (of
-// any array, or one this uraid cannot read) or a filesystem, unless force. Create checks every
+// any array, or one this uraid cannot read), or any signature blkid finds (CheckSignatures),
+// unless force. Create checks every
 // member with it, and a replace its new device.
 func CheckFresh(m *Member, force bool) error {
 	if force {
@@ -426,10 +427,7 @@ func CheckFresh(m *Member, force bool) error {
 	} else if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupportedVersion) {
 		return fmt.Errorf("member %s: %w (%v); give --force to overwrite it", m.Path, ErrHasSuperblock, err)
 	}
-	if fs := FilesystemOn(m.File); fs != "" {
-		return fmt.Errorf("member %s: %w (%s); give --force to overwrite it", m.Path, ErrHasFilesystem, fs)
-	}
-	return nil
+	return CheckSignatures(m, false)
 }
 
 // FilesystemOn recognises the filesystems most likely to be destroyed by mistake (ext2/3/4, xfs,

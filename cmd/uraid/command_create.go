@@ -35,7 +35,8 @@ func newCreateCommand() *cobra.Command {
 		Long: `Create writes a superblock to every member, starts the array's daemon and prints the
 device (/dev/ublkbN) once it is usable. A MEMBER path that does not exist is created as a sparse
 file of --size bytes. Nothing is written to any member unless every check passes: members that
-carry a superblock or a filesystem (unless --force), are mounted or in use, are named twice or are
+carry a superblock or any signature blkid -p finds (a filesystem, swap, LUKS, LVM, md, a
+partition table; unless --force, or wipefs -a them first), are mounted or in use, are named twice or are
 too small are refused, and so is a host without ublk (modprobe ublk_drv) or a --metrics-listen
 address in use. Should a write fail, or the array fail to start, create puts every member back
 as it was and removes the member files it made.`,
@@ -56,7 +57,7 @@ as it was and removes the member files it made.`,
 	fl.StringVar(&o.layout, "layout", "", "RAID10 copy layout: n2 (default), f2 or o2")
 	fl.Var(&o.chunk, "chunk", "stripe unit of levels 0 and 10, a power of two from 4K (default 512K)")
 	fl.Var(&o.size, "size", "bytes of each member to use; members that do not exist are created this size")
-	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or a filesystem")
+	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or any signature blkid finds (and skip looking)")
 	fl.StringArrayVar(&o.spares, "spare", nil, "a hot spare (raid1, raid10), which takes a failed member's place by itself; repeatable")
 	o.serve.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("level", fixedWords(levelWords...))
