@@ -470,3 +470,32 @@ func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 		require.Equal(t, want, ublktest.Read(t, h, off, harnessMaxIO), "at %d", off)
 	}
 }
+
+// TestCreatedDegraded: a mirror created with a slot "missing" serves degraded (and only when
+// asked to), and a blank device added fills the empty slot by a rebuild, as after a remove.
+func TestCreatedDegraded(t *testing.T) {
+	dir := testutil.MemDir(t)
+	paths := []string{raid.MissingMember, filepath.Join(dir, "m1")}
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
+	require.NoError(t, err)
+	_, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8})
+	require.ErrorContains(t, err, "serve it degraded")
+	m := &mirror{t: t, paths: paths, clk: newVirtual()}
+	m.a, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: m.clk, Degraded: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.a.Close() })
+	require.NoError(t, m.a.MarkDirty())
+	m.h = harness(t, m.a)
+	st := m.a.Status("", 0)
+	assert.Equal(t, StateNameDegraded, st.State)
+	assert.Equal(t, "missing", st.Members[0].State)
+	want := m.fill(1, 4)
+
+	msg, err := m.a.AddMember(blank(t, "new"), false)
+	require.NoError(t, err)
+	assert.Equal(t, "added as member 0: rebuilding", msg)
+	m.a.WaitSync()
+	assert.Equal(t, StateNameActive, m.a.Status("", 0).State)
+	require.NoError(t, m.a.FailMember(paths[1]))
+	m.readAll(want)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,8 @@ type CreateOptions struct {
 	// Size is the bytes of each member to use, superblock area included. A member path that does
 	// not exist is created as a sparse file of Size bytes; 0 uses each existing member whole.
 	Size int64
-	// Members are the member paths, in slot order.
+	// Members are the member paths, in slot order; MissingMember leaves its slot empty (a raid1
+	// or raid10 created degraded, for uraid add to fill).
 	Members []string
 	// Spares are hot spares: each takes a failed member's place by itself. They get a superblock
 	// of the array and hold no data until then.
@@ -31,6 +33,10 @@ type CreateOptions struct {
 	// Force overwrites members that carry a uraid superblock or any signature, without looking.
 	Force bool
 }
+
+// MissingMember, given as a member, leaves its slot empty: the array is created degraded, as
+// mdadm's "missing" does. A file of that name is given as ./missing.
+const MissingMember = "missing"
 
 // minData is the least data a member must hold: anything smaller is a mistake, not an array.
 const minData = 1 << 20
@@ -49,7 +55,7 @@ var (
 // missing member files and writes a superblock to every member: PlanCreate, then Commit. When it
 // refuses, or a write fails, no member has changed. The members are returned open and locked,
 // slots first and then spares, with their superblocks (a spare's Role says so); the caller serves
-// or closes them.
+// or closes them. A slot given as MissingMember has a nil member and superblock.
 func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 	p, err := PlanCreate(o)
 	if err != nil {
@@ -68,7 +74,8 @@ func Create(o CreateOptions) ([]*Member, []*Superblock, error) {
 // (that the array can be served at all) and then commits or aborts it.
 type CreatePlan struct {
 	o        CreateOptions
-	all      []string           // members, then spares
+	all      []string           // members (but the missing), then spares
+	absent   []bool             // by slot: given as MissingMember
 	open     map[string]*Member // the members that exist, by path
 	missing  []string           // member files to make
 	dataSize int64
@@ -109,7 +116,17 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 	var missing []string
 	var found []os.FileInfo
 	var foundPath []string
-	all := append(append([]string(nil), o.Members...), o.Spares...)
+	absent, err := checkMissing(&o)
+	if err != nil {
+		return nil, err
+	}
+	var all []string // the paths: members, then spares
+	for i, p := range o.Members {
+		if !absent[i] {
+			all = append(all, p)
+		}
+	}
+	all = append(all, o.Spares...)
 	for _, p := range all {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -174,10 +191,15 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 			return fail(fmt.Errorf("spare %s: %w: %d bytes, the array's members need %d; give a larger spare", m.Path, ErrTooSmall, m.Size, DefaultDataOffset+dataSize))
 		}
 	}
-	if _, err := geometryMap(&o, dataSize); err != nil {
+	gm, err := geometryMap(&o, dataSize)
+	if err != nil {
 		return fail(err)
 	}
-	p := &CreatePlan{o: o, all: all, open: map[string]*Member{}, missing: missing, dataSize: dataSize, saved: map[string][]byte{}}
+	if slot := lostWithout(gm, absent); slot >= 0 {
+		return fail(fmt.Errorf("%w: slot %d is missing along with every other copy of some of its data: level %s needs one copy of each byte; "+
+			"leave at most one slot of each mirror set missing (give a device for slot %d)", ErrBadGeometry, slot, o.Level.ShortName(), slot))
+	}
+	p := &CreatePlan{o: o, all: all, absent: absent, open: map[string]*Member{}, missing: missing, dataSize: dataSize, saved: map[string][]byte{}}
 	for _, m := range members {
 		buf := AlignedBytes(metadataArea)
 		if _, err := m.File.ReadAt(buf, SuperblockOffset); err != nil {
@@ -270,16 +292,29 @@ func (p *CreatePlan) Commit() (*Created, error) {
 	if err != nil {
 		return fail(err)
 	}
+	for i, a := range p.absent {
+		if a {
+			sbs[0].Slots[i] = 0 // one table, shared by every superblock: no device in service there
+		}
+	}
+	ref := sbs[slices.Index(p.absent, false)] // a present slot's: checkMissing leaves one
 	for range p.o.Spares {
-		sp := *sbs[0]
+		sp := *ref
 		if sp.MemberUUID, err = NewUUID(); err != nil {
 			return fail(err)
 		}
 		sp.Index, sp.Role = 0, RoleSpare
 		sbs = append(sbs, &sp)
 	}
-	members := make([]*Member, len(p.all))
-	for i, path := range p.all {
+	// Slot order, then spares; a missing slot has neither member nor superblock.
+	members := make([]*Member, len(sbs))
+	paths := slices.Clone(p.o.Members)
+	paths = append(paths, p.o.Spares...)
+	for i, path := range paths {
+		if i < len(p.absent) && p.absent[i] {
+			sbs[i] = nil
+			continue
+		}
 		members[i] = byPath[path]
 		if err := faultAt("superblock " + path); err != nil {
 			return fail(fmt.Errorf("member %s: %w", path, err))
@@ -292,6 +327,9 @@ func (p *CreatePlan) Commit() (*Created, error) {
 	c.Members, c.Superblocks = members, sbs
 	return c, nil
 }
+
+// Close closes the members.
+func (c *Created) Close() { closeMembers(c.Members) }
 
 // Undo puts every member back as it was before the create: the metadata area of each member that
 // existed gets back its bytes, the member files and directories create made are removed. It is
@@ -356,8 +394,71 @@ func makeDirs(dir string) ([]string, error) {
 
 func closeMembers(ms []*Member) {
 	for _, m := range ms {
-		m.Close()
+		if m != nil {
+			m.Close()
+		}
 	}
+}
+
+// checkMissing finds the slots given as MissingMember and refuses them where the array could not
+// run without them: a level without redundancy, a spare, every slot.
+func checkMissing(o *CreateOptions) ([]bool, error) {
+	absent := make([]bool, len(o.Members))
+	n := 0
+	for i, p := range o.Members {
+		if p == MissingMember {
+			absent[i] = true
+			n++
+		}
+	}
+	if slices.Contains(o.Spares, MissingMember) {
+		return nil, fmt.Errorf("%w: a spare cannot be %q: give a device, or ./missing for a file of that name", ErrBadGeometry, MissingMember)
+	}
+	if n == 0 {
+		return absent, nil
+	}
+	if !o.Level.Redundant() {
+		return nil, fmt.Errorf("%w: member %q: level %s keeps one copy of each byte, so no slot can be left empty; "+
+			"use level 1 or 10, give every member, or ./missing for a file of that name", ErrBadGeometry, MissingMember, o.Level.ShortName())
+	}
+	if n == len(o.Members) {
+		return nil, fmt.Errorf("%w: every member is %q: give at least one device", ErrBadGeometry, MissingMember)
+	}
+	return absent, nil
+}
+
+// lostWithout returns a missing slot without which some data of m would have no copy, -1 when
+// every byte has one on a present member. It looks at one piece of each placement of copies the
+// layout makes (one row of chunks per member pair covers raid10's; raid1's are all alike), as
+// the array does when it decides it can serve.
+func lostWithout(m *mapping.Map, absent []bool) int {
+	if !slices.Contains(absent, true) {
+		return -1
+	}
+	var pieces [1]mapping.Piece
+	unit := m.ChunkBytes()
+	if unit <= 0 {
+		unit = mapping.SectorBytes
+	}
+	rows := min(m.Size()/unit, int64(2*m.Members()))
+	for c := range rows {
+		ps, err := m.Read(c*unit, unit, pieces[:0])
+		if err != nil || len(ps) == 0 {
+			return slices.Index(absent, true)
+		}
+		last := -1
+		for _, e := range ps[0].Copies[:ps[0].N] {
+			if !absent[e.Member] {
+				last = -1
+				break
+			}
+			last = e.Member
+		}
+		if last >= 0 {
+			return last
+		}
+	}
+	return -1
 }
 
 func contains(s []string, v string) bool {

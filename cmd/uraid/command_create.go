@@ -30,17 +30,20 @@ func numCPU() int { return runtime.NumCPU() }
 func newCreateCommand() *cobra.Command {
 	var o createOptions
 	cmd := &cobra.Command{
-		Use:   "create NAME --level linear|0|1|10 [flags] MEMBER...",
+		Use:   "create NAME --level linear|0|1|10 [flags] MEMBER|missing...",
 		Short: "Create an array, start it, and print its device",
 		Long: `Create writes a superblock to every member, starts the array's daemon and prints the
 device (/dev/ublkbN) once it is usable. A MEMBER path that does not exist is created as a sparse
-file of --size bytes. Nothing is written to any member unless every check passes: members that
+file of --size bytes. The word missing in place of a member leaves its slot empty: a raid1 or
+raid10 is created degraded (every byte must keep a copy), for uraid add to fill; a file named
+missing is given as ./missing. Nothing is written to any member unless every check passes: members that
 carry a superblock or any signature blkid -p finds (a filesystem, swap, LUKS, LVM, md, a
 partition table; unless --force, or wipefs -a them first), are mounted or in use, are named twice or are
 too small are refused, and so is a host without ublk (modprobe ublk_drv) or a --metrics-listen
 address in use. Should a write fail, or the array fail to start, create puts every member back
 as it was and removes the member files it made.`,
 		Example: `  uraid create demo --level 10 --size 1G /var/lib/uraid/demo/m{0..3}
+  uraid create half --level 10 /dev/sda missing /dev/sdc /dev/sdd
   uraid create fast --level 0 --chunk 256K --discard async /dev/nvme0n1 /dev/nvme1n1`,
 		Args: arrayArgs(cobra.MinimumNArgs(2), false),
 		// The name is new: nothing to offer; members are files.
@@ -121,23 +124,30 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	if err != nil {
 		return err
 	}
+	// The daemon is given the devices; a slot left missing makes the array start degraded.
+	var paths []string
+	degraded := false
+	for _, m := range members {
+		if m == raid.MissingMember {
+			degraded = true
+			continue
+		}
+		paths = append(paths, m)
+	}
+	paths = append(paths, o.spares...)
 	var started atomic.Bool // the device was usable: the members are the array's now
 	err = func() error {
 		if o.serve.foreground {
-			a, err := array.NewArray(c.Members, c.Superblocks, o.serve.options(false))
+			a, err := array.NewArray(c.Members, c.Superblocks, o.serve.options(degraded))
 			if err != nil {
-				for _, m := range c.Members {
-					m.Close()
-				}
+				c.Close()
 				return err
 			}
-			return serveHere(cmd, a, append(members, o.spares...), &o.serve, nil, false, func() { started.Store(true) })
+			return serveHere(cmd, a, paths, &o.serve, nil, degraded, func() { started.Store(true) })
 		}
 		// The daemon assembles the members itself; ours must let go of them first.
-		for _, m := range c.Members {
-			m.Close()
-		}
-		err := serveDetached(cmd, name, append(members, o.spares...), &o.serve, false)
+		c.Close()
+		err := serveDetached(cmd, name, paths, &o.serve, degraded)
 		started.Store(err == nil)
 		return err
 	}()

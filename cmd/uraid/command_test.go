@@ -67,6 +67,8 @@ func TestCreateRefusalsCLI(t *testing.T) {
 		{"chunk 0", append([]string{"create", "a", "--level", "0", "--chunk", "0"}, ms...), exitUsage, "--chunk 0: give a power of two from 4K to 1G"},
 		{"metrics port out of range", append([]string{"create", "a", "--level", "1", "--metrics-listen", ":99999"}, ms...), exitUsage, "port \"99999\" is not a number from 0 to 65535"},
 		{"metrics port not a number", append([]string{"create", "a", "--level", "1", "--metrics-listen", "localhost:http9"}, ms...), exitUsage, "not a number from 0 to 65535"},
+		{"missing on raid0", []string{"create", "a", "--level", "0", ms[0], "missing"}, exitUsage, "level 0 keeps one copy of each byte, so no slot can be left empty"},
+		{"missing a whole mirror", []string{"create", "a", "--level", "10", "missing", "missing", ms[2], ms[3]}, exitUsage, "leave at most one slot of each mirror set missing"},
 		{"chunk syntax", append([]string{"create", "a", "--level", "0", "--chunk", "lots"}, ms...), exitUsage, "K, M, G or T"},
 		{"bad layout", append([]string{"create", "a", "--level", "10", "--layout", "x9"}, ms...), exitUsage, "layout"},
 		{"bad discard mode", append([]string{"create", "a", "--level", "1", "--discard", "lazy"}, ms...), exitUsage, "use sync"},
