@@ -44,7 +44,8 @@
 // refuses a device holding a superblock or any signature util-linux's blkid
 // finds (ProbeSignature runs blkid -p). PlanCreate and Commit split Create
 // so a caller can check more between them; Created.Undo puts the members
-// back as they were. Scan reads the
+// back as they were. ZeroSuperblocks erases members' superblocks, checking
+// every device before writing to any. Scan reads the
 // superblocks of candidate devices (BlockCandidates, ReadConfig) and
 // groups them by array, for assembly at boot.
 //
