@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -35,8 +37,11 @@ unless --force.`,
 func runZeroSuperblock(cmd *cobra.Command, devices []string, o *zeroSuperblockOptions) error {
 	for _, d := range devices {
 		name, how, err := daemon.HolderOf(cmd.Context(), d)
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s does not exist: nothing erased; check the device name", d)
+		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", d, err)
+			return fmt.Errorf("%s: find the array it may belong to: %w", d, err)
 		}
 		if name != "" {
 			return fmt.Errorf("%s is a member of array %s (%s): nothing erased; stop the array first (uraid stop %s)", d, name, how, name)

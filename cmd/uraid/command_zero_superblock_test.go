@@ -49,7 +49,7 @@ func TestZeroSuperblockCLI(t *testing.T) {
 			{"no device", nil, exitUsage, "requires at least 1 arg"},
 			{"no superblock", []string{ms[0], blank}, exitError, blank + ": carries no uraid superblock: nothing to erase"},
 			{"twice", []string{ms[0], ms[1], ms[0]}, exitError, "list each device once"},
-			{"absent", []string{ms[0], ms[1] + ".nope"}, exitError, "no such file"},
+			{"absent", []string{ms[0], ms[1] + ".nope"}, exitError, "does not exist: nothing erased"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				code, out, errOut := runCLI(t, append([]string{"zero-superblock"}, tt.args...)...)
