@@ -116,7 +116,7 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	}
 	// What the array needs to be served, checked before the first write: a create that cannot
 	// start leaves nothing for a retry to need --force for.
-	if err := canServe(&o.serve); err != nil {
+	if err := checkServe(&o.serve); err != nil {
 		plan.Abort()
 		return fmt.Errorf("array %s: nothing written: %w", name, err)
 	}
@@ -156,6 +156,10 @@ func runCreate(cmd *cobra.Command, name string, members []string, o *createOptio
 	}
 	return undoCreate(cmd, name, c, err)
 }
+
+// checkServe is canServe; a test replaces it to reach the start of an array on a host that
+// cannot serve one.
+var checkServe = canServe
 
 // canServe checks what serving a new array needs from the host: ublk, and the metrics address.
 func canServe(f *serveFlags) error {

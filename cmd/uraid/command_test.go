@@ -271,3 +271,32 @@ func TestCreateChecksServingFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateUndoneWhenStartFails: a create whose array fails to start after the superblocks are
+// written (here: past the serving checks on a host without ublk, as when the driver goes away
+// between check and start) puts every member back byte for byte and removes the files it made.
+func TestCreateUndoneWhenStartFails(t *testing.T) {
+	if _, err := os.Stat("/dev/ublk-control"); err == nil {
+		t.Skip("this host has ublk: the array would start; the guest suite covers serving")
+	}
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	old := checkServe
+	checkServe = func(*serveFlags) error { return nil }
+	t.Cleanup(func() { checkServe = old })
+	ms := memberFiles(t, 2, 8<<20)
+	made := filepath.Join(filepath.Dir(ms[0]), "new", "m2")
+	// Foreground only: a detached start would run this test binary as the daemon. Both end in
+	// undoCreate.
+	for _, fg := range []string{"--foreground"} {
+		t.Run(fg, func(t *testing.T) {
+			before := [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1])}
+			code, _, errOut := runCLI(t, "create", "undo", fg, "--level", "1", "--size", "8M", ms[0], ms[1], made)
+			assert.Equal(t, exitError, code)
+			assert.Contains(t, errOut, "ublk")
+			assert.Contains(t, errOut, "the create was undone: every member is as it was")
+			assert.Equal(t, before, [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1])}, "a member changed")
+			_, err := os.Stat(filepath.Dir(made))
+			assert.True(t, os.IsNotExist(err), "the directory create made is left")
+		})
+	}
+}
