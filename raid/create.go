@@ -77,7 +77,7 @@ type CreatePlan struct {
 	all      []string           // members (but the missing), then spares
 	absent   []bool             // by slot: given as MissingMember
 	open     map[string]*Member // the members that exist, by path
-	missing  []string           // member files to make
+	toMake   []string           // member files to make
 	dataSize int64
 	saved    map[string][]byte // the metadata area of each existing member as it was
 }
@@ -113,7 +113,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 		return nil, err
 	}
 	seen := map[string]string{}
-	var missing []string
+	var toMake []string // member files that do not exist yet
 	var found []os.FileInfo
 	var foundPath []string
 	absent, err := checkMissing(&o)
@@ -144,7 +144,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 			if err := checkCanMake(p); err != nil {
 				return fail(err)
 			}
-			missing = append(missing, p)
+			toMake = append(toMake, p)
 			continue
 		}
 		if err != nil {
@@ -160,7 +160,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 		found, foundPath = append(found, fi), append(foundPath, p)
 	}
 	for _, p := range all {
-		if contains(missing, p) {
+		if contains(toMake, p) {
 			continue
 		}
 		m, err := OpenMember(p)
@@ -199,7 +199,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 		return fail(fmt.Errorf("%w: slot %d is missing along with every other copy of some of its data: level %s needs one copy of each byte; "+
 			"leave at most one slot of each mirror set missing (give a device for slot %d)", ErrBadGeometry, slot, o.Level.ShortName(), slot))
 	}
-	p := &CreatePlan{o: o, all: all, absent: absent, open: map[string]*Member{}, missing: missing, dataSize: dataSize, saved: map[string][]byte{}}
+	p := &CreatePlan{o: o, all: all, absent: absent, open: map[string]*Member{}, toMake: toMake, dataSize: dataSize, saved: map[string][]byte{}}
 	for _, m := range members {
 		buf := AlignedBytes(metadataArea)
 		if _, err := m.File.ReadAt(buf, SuperblockOffset); err != nil {
@@ -252,8 +252,8 @@ type Created struct {
 
 // Commit makes the missing member files and writes every superblock. When a write fails it undoes
 // what it did (the superblock areas written get back their bytes, the files and directories it
-// made are removed) and returns the write's error; the plan's members are closed either way but
-// on success, when Created holds them.
+// made are removed), closes the plan's members and returns the write's error. On success Created
+// holds the members.
 func (p *CreatePlan) Commit() (*Created, error) {
 	c := &Created{saved: p.saved, touched: map[string]bool{}}
 	byPath := map[string]*Member{}
@@ -271,7 +271,7 @@ func (p *CreatePlan) Commit() (*Created, error) {
 	for path, m := range p.open {
 		byPath[path] = m
 	}
-	for _, path := range p.missing {
+	for _, path := range p.toMake {
 		if err := faultAt("make " + path); err != nil {
 			return fail(fmt.Errorf("member %s: %w", path, err))
 		}
