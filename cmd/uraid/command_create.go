@@ -32,16 +32,16 @@ func newCreateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME --level linear|0|1|10 [flags] MEMBER|missing...",
 		Short: "Create an array, start it, and print its device",
-		Long: `Create writes a superblock to every member, starts the array's daemon and prints the
-device (/dev/ublkbN) once it is usable. A MEMBER path that does not exist is created as a sparse
-file of --size bytes. The word missing in place of a member leaves its slot empty: a raid1 or
-raid10 is created degraded (every byte must keep a copy), for uraid add to fill; a file named
-missing is given as ./missing. Nothing is written to any member unless every check passes: members that
+		Long: `Create writes a superblock to every member, starts the array's daemon and prints the device
+(/dev/ublkbN) once it is usable. A MEMBER path that does not exist is created as a sparse file
+of --size bytes. The word missing in place of a member leaves its slot empty: a raid1 or raid10
+is created degraded (every byte must keep a copy), for uraid add to fill; a file named missing
+is given as ./missing. Nothing is written to any member unless every check passes: members that
 carry a superblock or any signature blkid -p finds (a filesystem, swap, LUKS, LVM, md, a
-partition table; unless --force, or wipefs -a them first), are mounted or in use, are named twice or are
-too small are refused, and so is a host without ublk (modprobe ublk_drv) or a --metrics-listen
-address in use. Should a write fail, or the array fail to start, create puts every member back
-as it was and removes the member files it made.`,
+partition table; unless --force, or wipefs -a them first), are mounted or in use, are named
+twice or are too small are refused, and so is a host without ublk (modprobe ublk_drv) or a
+--metrics-listen address in use. Should a write fail, or the array fail to start, create puts
+every member back as it was and removes the member files it made.`,
 		Example: `  uraid create demo --level 10 --size 1G /var/lib/uraid/demo/m{0..3}
   uraid create half --level 10 /dev/sda missing /dev/sdc /dev/sdd
   uraid create fast --level 0 --chunk 256K --discard async /dev/nvme0n1 /dev/nvme1n1`,
@@ -60,7 +60,7 @@ as it was and removes the member files it made.`,
 	fl.StringVar(&o.layout, "layout", "", "RAID10 copy layout: n2 (default), f2 or o2")
 	fl.Var(&o.chunk, "chunk", "stripe unit of levels 0 and 10, a power of two from 4K (default 512K)")
 	fl.Var(&o.size, "size", "bytes of each member to use; members that do not exist are created this size")
-	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or any signature blkid finds (and skip looking)")
+	fl.BoolVar(&o.force, "force", false, "overwrite members that carry a uraid superblock or any signature blkid finds, without looking")
 	fl.StringArrayVar(&o.spares, "spare", nil, "a hot spare (raid1, raid10), which takes a failed member's place by itself; repeatable")
 	o.serve.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("level", fixedWords(levelWords...))
