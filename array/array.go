@@ -261,17 +261,32 @@ func checkSizes(ref *raid.Superblock, asm *raid.Assembly, byPath map[string]*rai
 	return nil
 }
 
-// NewArray serves members just written by raid.Create (spares among them).
+// NewArray serves members just written by raid.Create (spares among them); a slot create left
+// missing has a nil member and superblock, and needs o.Degraded.
 func NewArray(members []*raid.Member, sbs []*raid.Superblock, o Options) (*Array, error) {
 	var slots, spares []*raid.Member
+	var ref *raid.Superblock
 	for i, m := range members {
-		if sbs[i].Role == raid.RoleSpare {
+		switch {
+		case sbs[i] == nil:
+			slots = append(slots, nil)
+			continue
+		case sbs[i].Role == raid.RoleSpare:
 			spares = append(spares, m)
-		} else {
+		default:
 			slots = append(slots, m)
 		}
+		if ref == nil {
+			ref = sbs[i]
+		}
 	}
-	return newArray(*sbs[0], slots, o, layout{fresh: true, spares: spares})
+	if ref == nil {
+		return nil, errors.New("array: no member to serve")
+	}
+	if slices.Contains(slots, nil) && !o.Degraded {
+		return nil, fmt.Errorf("array %s: created with a slot missing: serve it degraded", ref.Name)
+	}
+	return newArray(*ref, slots, o, layout{fresh: true, spares: spares})
 }
 
 // layout is what newArray must know beyond the slots: whether the members were just created (the

@@ -116,9 +116,9 @@ func (o DiscardOptions) memberTrim(m *raid.Member) memberTrim {
 	return t
 }
 
-// ParseDiscardMode accepts "sync" and "async".
+// ParseDiscardMode accepts "sync" and "async", in any case, as every enum flag of uraid does.
 func ParseDiscardMode(s string) (discard.Mode, error) {
-	switch s {
+	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "sync":
 		return discard.Sync, nil
 	case "async":

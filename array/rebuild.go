@@ -236,9 +236,13 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		m.Close()
 		return "", fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
 	}
-	if fs := raid.FilesystemOn(m.File); fs != "" && err != nil && !force {
-		m.Close()
-		return "", fmt.Errorf("array %s: %s: %w (%s); give --force to overwrite it", a.Name, path, raid.ErrHasFilesystem, fs)
+	if err != nil {
+		// Not a uraid member: refuse whatever else it carries (a filesystem, LVM, LUKS, swap,
+		// a partition table), as create does.
+		if serr := raid.CheckSignatures(m, force); serr != nil {
+			m.Close()
+			return "", fmt.Errorf("array %s: %w", a.Name, serr)
+		}
 	}
 	if readd >= 0 {
 		if err := a.startRebuild(readd, m, false, !unfinished && !before); err != nil {

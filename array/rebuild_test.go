@@ -2,9 +2,11 @@ package array
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -189,6 +191,25 @@ func TestMembershipRefusals(t *testing.T) {
 	_, err = m.a.AddMember(other.paths[0], false)
 	assert.ErrorIs(t, err, raid.ErrHasSuperblock)
 	assert.Equal(t, StateNameDegraded, m.a.Status("", 0).State)
+
+	// A device blkid finds a signature on (here a DOS partition table) is refused by add and
+	// replace alike, naming it, and left as it was.
+	if _, err := exec.LookPath("blkid"); err == nil {
+		dir := testutil.MemDir(t)
+		table := testutil.SparseFile(t, dir, "table", 64*mib)
+		mbr := make([]byte, 512)
+		mbr[446+4], mbr[510], mbr[511] = 0x83, 0x55, 0xAA
+		binary.LittleEndian.PutUint32(mbr[446+8:], 2048)
+		binary.LittleEndian.PutUint32(mbr[446+12:], 8192)
+		require.NoError(t, os.WriteFile(table, append(mbr, make([]byte, 64*mib-512)...), 0o600))
+		_, err = m.a.AddMember(table, false)
+		assert.ErrorIs(t, err, raid.ErrHasSignature)
+		assert.ErrorContains(t, err, `PTTYPE="dos"`)
+		b, rerr := os.ReadFile(table)
+		require.NoError(t, rerr)
+		assert.Equal(t, mbr, b[:512], "a refused add changed the device")
+		assert.ErrorIs(t, m.a.ReplaceMember(m.paths[0], table, false), raid.ErrHasSignature)
+	}
 
 	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
 	defer a.Close()
@@ -483,4 +504,33 @@ func TestCloseWaitsForASparesActivation(t *testing.T) {
 		t.Fatal("a failure after Close started a spare's activation")
 	default:
 	}
+}
+
+// TestCreatedDegraded: a mirror created with a slot "missing" serves degraded (and only when
+// asked to), and a blank device added fills the empty slot by a rebuild, as after a remove.
+func TestCreatedDegraded(t *testing.T) {
+	dir := testutil.MemDir(t)
+	paths := []string{raid.MissingMember, filepath.Join(dir, "m1")}
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "t", Level: mapping.RAID1, Size: 16 * mib, Members: paths})
+	require.NoError(t, err)
+	_, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8})
+	require.ErrorContains(t, err, "serve it degraded")
+	m := &mirror{t: t, paths: paths, clk: newVirtual()}
+	m.a, err = NewArray(ms, sbs, Options{Queues: 1, Depth: 8, Clock: m.clk, Degraded: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.a.Close() })
+	require.NoError(t, m.a.MarkDirty())
+	m.h = harness(t, m.a)
+	st := m.a.Status("", 0)
+	assert.Equal(t, StateNameDegraded, st.State)
+	assert.Equal(t, "missing", st.Members[0].State)
+	want := m.fill(1, 4)
+
+	msg, err := m.a.AddMember(blank(t, "new"), false)
+	require.NoError(t, err)
+	assert.Equal(t, "added as member 0: rebuilding", msg)
+	m.a.WaitSync()
+	assert.Equal(t, StateNameActive, m.a.Status("", 0).State)
+	require.NoError(t, m.a.FailMember(paths[1]))
+	m.readAll(want)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,7 +38,7 @@ const (
 
 // NewLogger is a daemon's logger in format (LogText or LogJSON) writing to w.
 func NewLogger(w io.Writer, format string) (*slog.Logger, error) {
-	switch format {
+	switch strings.ToLower(strings.TrimSpace(format)) {
 	case LogText, "":
 		return slog.New(slog.NewTextHandler(w, nil)), nil
 	case LogJSON:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,4 +292,33 @@ func Restart(ctx context.Context, name string, spawn func() (string, error)) (st
 		return st.Device, err
 	}
 	return spawn()
+}
+
+// HolderOf names the array whose record lists the device at path (by the file it is, whatever
+// its name) while the array runs or a dead daemon's device waits for uraid recover, and says
+// which; "" when none does. A member a running daemon serves is also claimed (OpenMember), but
+// one of an array waiting for recovery is not: only the record tells.
+func HolderOf(ctx context.Context, path string) (name, how string, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", "", err
+	}
+	entries, err := Inventory(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	for _, e := range entries {
+		if e.Record == nil || (e.Status == nil && e.Device == nil) {
+			continue
+		}
+		for _, m := range e.Record.Members {
+			if mi, err := os.Stat(m); err == nil && os.SameFile(fi, mi) {
+				if e.Status != nil {
+					return e.Name, "running", nil
+				}
+				return e.Name, "its daemon died and its device waits for uraid recover " + e.Name, nil
+			}
+		}
+	}
+	return "", "", nil
 }

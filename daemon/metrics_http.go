@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,15 +28,35 @@ type metricsServer struct {
 func CheckMetricsListen(addr string) error { return CheckListen("--metrics-listen", addr) }
 
 // CheckListen says what is wrong with addr as flag, a TCP address to serve metrics at, or nil
-// ("" is off).
+// ("" is off): HOST:PORT (HOST may be empty for every address), PORT a number from 0 to 65535
+// (0: the kernel picks one). It does not bind: ProbeMetricsListen does.
 func CheckListen(flag, addr string) error {
 	if addr == "" {
 		return nil
 	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
 		return fmt.Errorf("%s %q: give HOST:PORT, e.g. 127.0.0.1:9105 or :9105 for every address", flag, addr)
 	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n > 65535 {
+		return fmt.Errorf("%s %q: port %q is not a number from 0 to 65535; give HOST:PORT, e.g. 127.0.0.1:9105", flag, addr, port)
+	}
 	return nil
+}
+
+// ProbeMetricsListen binds addr and lets it go again, so that create can refuse an address in use
+// (or one this host does not have) before it writes anything. The daemon binds it again when it
+// starts; should a program take the port in between, the daemon's start fails and create undoes
+// what it wrote.
+func ProbeMetricsListen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	ms, err := listenMetrics(addr)
+	if err != nil {
+		return err
+	}
+	return ms.ln.Close()
 }
 
 // listenMetrics binds addr now, so that a bad address fails create or assemble before the device

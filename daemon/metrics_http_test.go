@@ -98,3 +98,31 @@ func TestMetricsCloseWhileWaitingForPort(t *testing.T) {
 		t.Fatal("Close waited for the port")
 	}
 }
+
+func TestCheckMetricsListen(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"": true, "127.0.0.1:9105": true, ":9105": true, "[::1]:0": true, "localhost:65535": true,
+		":99999": false, ":-1": false, ":http": false, "127.0.0.1": false, "127.0.0.1:": false, "/run/m.sock": false,
+	} {
+		err := CheckMetricsListen(addr)
+		if ok != (err == nil) {
+			t.Errorf("CheckMetricsListen(%q) = %v, want ok %v", addr, err, ok)
+		}
+	}
+}
+
+func TestProbeMetricsListenInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := ProbeMetricsListen(ln.Addr().String()); err == nil || !strings.Contains(err.Error(), "pick a free host:port") {
+		t.Fatalf("ProbeMetricsListen of a bound address = %v, want a refusal naming the fix", err)
+	}
+	free := ln.Addr().String()
+	ln.Close()
+	if err := ProbeMetricsListen(free); err != nil {
+		t.Fatalf("ProbeMetricsListen(%s) = %v after it was let go", free, err)
+	}
+}

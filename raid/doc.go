@@ -41,7 +41,11 @@
 // a device another program holds (ErrMemberBusy) from one of the wrong
 // kind. Create checks a new array's members and geometry and only then
 // writes their superblocks; CheckFresh, which it applies to every member,
-// refuses a device holding a superblock or a filesystem. Scan reads the
+// refuses a device holding a superblock or any signature util-linux's blkid
+// finds (ProbeSignature runs blkid -p). PlanCreate and Commit split Create
+// so a caller can check more between them; Created.Undo puts the members
+// back as they were. ZeroSuperblocks erases members' superblocks, checking
+// every device before writing to any. Scan reads the
 // superblocks of candidate devices (BlockCandidates, ReadConfig) and
 // groups them by array, for assembly at boot; Config.Select applies the
 // configuration's ARRAY allow-list to what it found. StablePath is the name

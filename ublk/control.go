@@ -61,7 +61,7 @@ func controlOpenError(err error) error {
 			return fmt.Errorf("%w: %s is missing although ublk_drv is loaded (is devtmpfs mounted on /dev?): %w", ErrNoUblk, controlPath, err)
 		}
 		if kernelHasUblkModule() {
-			return fmt.Errorf("%w: ublk_drv is not loaded (try: modprobe ublk_drv): %w", ErrNoUblk, err)
+			return fmt.Errorf("%w: %s is missing: the ublk_drv module is not loaded (try: modprobe ublk_drv): %w", ErrNoUblk, controlPath, err)
 		}
 		return fmt.Errorf("%w: %s: %w", ErrNoUblk, noDriver(kernelRelease(), osRelease("/etc/os-release")), err)
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):

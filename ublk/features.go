@@ -47,6 +47,14 @@ func KernelFeatures() (Features, error) {
 	return c.getFeatures()
 }
 
+// Available says whether this process can serve ublk devices: /dev/ublk-control exists, opens,
+// and answers a command. Its error (ErrNoUblk, ErrPermission) names the cause and the fix, e.g.
+// the ublk_drv module to load with modprobe; create asks it before writing to any member.
+func Available() error {
+	_, err := KernelFeatures()
+	return err
+}
+
 // Has reports whether f has every feature of want.
 func (f Features) Has(want Features) bool { return f&want == want }
 

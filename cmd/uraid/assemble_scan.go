@@ -130,7 +130,7 @@ func assembleScan(cmd *cobra.Command, o *assembleOptions, name string) error {
 		if err != nil {
 			return err
 		}
-		return serveHere(cmd, a, memberPaths(f), &o.serve, nil, o.degraded)
+		return serveHere(cmd, a, memberPaths(f), &o.serve, nil, o.degraded, nil)
 	}
 	errs := refused
 	if name != "" {

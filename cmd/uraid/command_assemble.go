@@ -93,7 +93,7 @@ members that are not there yet, up to the time given, and --foreground serves it
 				return err
 			}
 			if o.serve.foreground {
-				return serveHere(cmd, a, members, &o.serve, nil, o.degraded)
+				return serveHere(cmd, a, members, &o.serve, nil, o.degraded, nil)
 			}
 			a.Close()
 			return serveDetached(cmd, name, members, &o.serve, o.degraded)
@@ -154,7 +154,7 @@ func newServeCommand() *cobra.Command {
 				n.Failed(err)
 				return err
 			}
-			return serveHere(cmd, a, args[1:], &o.serve, n, o.degraded)
+			return serveHere(cmd, a, args[1:], &o.serve, n, o.degraded, nil)
 		},
 	}
 	cmd.Flags().BoolVar(&o.degraded, "degraded", false, "")

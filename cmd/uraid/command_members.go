@@ -103,8 +103,9 @@ func newAddCommand() *cobra.Command {
   - a blank device fills an empty or failed slot and is rebuilt: live regions are copied from
     the other copies, trimmed regions are trimmed;
   - with every slot in service, it becomes a hot spare.
-A device that carries another array's superblock or a filesystem is refused unless --force, and
-so are devices too small, in use (opened exclusively elsewhere) or in the array already.`,
+A device that carries another array's superblock or any signature blkid -p finds (a filesystem,
+swap, LUKS, LVM, md, a partition table) is refused unless --force (or wipefs -a it first), and so
+are devices too small, in use (opened exclusively elsewhere) or in the array already.`,
 		Example: `  uraid add demo /dev/sdd
   uraid add demo --max-rate 50M /dev/sdd`,
 		Args: usageArgs(cobra.ExactArgs(2)),
@@ -113,7 +114,7 @@ so are devices too small, in use (opened exclusively elsewhere) or in the array 
 				daemon.MemberChange{Member: absPath(args[1]), Force: force, MaxRateBytesPS: int64(rate)})
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "overwrite a device that carries a superblock or a filesystem")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite a device that carries a superblock or any signature blkid finds")
 	cmd.Flags().Var(&rate, "max-rate", "cap the rebuild at RATE bytes per second while the array is otherwise idle, e.g. 50M (default: no cap)")
 	return cmd
 }
@@ -135,7 +136,7 @@ checked as for uraid add; a failed OLD is not replaced but re-added: uraid add N
 				daemon.MemberChange{Member: args[1], New: absPath(args[2]), Force: force, MaxRateBytesPS: int64(rate)})
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "overwrite a NEW that carries a superblock or a filesystem")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite a NEW that carries a superblock or any signature blkid finds")
 	cmd.Flags().Var(&rate, "max-rate", "cap the copy at RATE bytes per second while the array is otherwise idle, e.g. 50M (default: no cap)")
 	return cmd
 }

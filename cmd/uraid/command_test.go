@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,6 +64,11 @@ func TestCreateRefusalsCLI(t *testing.T) {
 		{"no level", append([]string{"create", "a"}, ms...), exitUsage, "--level is required"},
 		{"bad level", append([]string{"create", "a", "--level", "5"}, ms...), exitUsage, "level"},
 		{"bad chunk", append([]string{"create", "a", "--level", "0", "--chunk", "3K"}, ms...), exitUsage, "power of two"},
+		{"chunk 0", append([]string{"create", "a", "--level", "0", "--chunk", "0"}, ms...), exitUsage, "--chunk 0: give a power of two from 4K to 1G"},
+		{"metrics port out of range", append([]string{"create", "a", "--level", "1", "--metrics-listen", ":99999"}, ms...), exitUsage, "port \"99999\" is not a number from 0 to 65535"},
+		{"metrics port not a number", append([]string{"create", "a", "--level", "1", "--metrics-listen", "localhost:http9"}, ms...), exitUsage, "not a number from 0 to 65535"},
+		{"missing on raid0", []string{"create", "a", "--level", "0", ms[0], "missing"}, exitUsage, "level 0 keeps one copy of each byte, so no slot can be left empty"},
+		{"missing a whole mirror", []string{"create", "a", "--level", "10", "missing", "missing", ms[2], ms[3]}, exitUsage, "leave at most one slot of each mirror set missing"},
 		{"chunk syntax", append([]string{"create", "a", "--level", "0", "--chunk", "lots"}, ms...), exitUsage, "K, M, G or T"},
 		{"bad layout", append([]string{"create", "a", "--level", "10", "--layout", "x9"}, ms...), exitUsage, "layout"},
 		{"bad discard mode", append([]string{"create", "a", "--level", "1", "--discard", "lazy"}, ms...), exitUsage, "use sync"},
@@ -224,5 +230,77 @@ func TestAssembleRefusesUnknownTrimMember(t *testing.T) {
 		assert.Empty(t, out)
 		assert.Contains(t, errOut, flag[0]+" /dev/sdz is not a member of the array (members: "+ms[0]+", "+ms[1]+")")
 		assert.Equal(t, before, fileSums(t, ms), "members changed")
+	}
+}
+
+// TestCreateChecksServingFirst: a create that could not serve its array (no ublk on this host, a
+// metrics address in use) says why and writes nothing: no superblock, no member file, so a retry
+// needs no --force.
+func TestCreateChecksServingFirst(t *testing.T) {
+	ms := memberFiles(t, 2, 8<<20)
+	made := ms[1] + ".new"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"metrics address in use", []string{"--metrics-listen", ln.Addr().String()}, "pick a free host:port"},
+	}
+	if _, err := os.Stat("/dev/ublk-control"); os.IsNotExist(err) {
+		tests = append(tests, struct {
+			name string
+			args []string
+			msg  string
+		}{"no ublk", nil, "ublk_drv"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := fileSums(t, ms)
+			args := append(append([]string{"create", "srv", "--level", "1", "--size", "8M"}, tt.args...), ms[0], made)
+			code, out, errOut := runCLI(t, args...)
+			assert.Equal(t, exitError, code, errOut)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, "nothing written")
+			assert.Contains(t, errOut, tt.msg)
+			assert.Equal(t, before, fileSums(t, ms), "members changed")
+			_, err := os.Stat(made)
+			assert.True(t, os.IsNotExist(err), "a refused create made a member file")
+		})
+	}
+}
+
+// TestCreateUndoneWhenStartFails: a create whose array fails to start after the superblocks are
+// written (here: past the serving checks on a host without ublk, as when the driver goes away
+// between check and start) puts every member back byte for byte and removes the files it made.
+func TestCreateUndoneWhenStartFails(t *testing.T) {
+	if _, err := os.Stat("/dev/ublk-control"); err == nil {
+		t.Skip("this host has ublk: the array would start; the guest suite covers serving")
+	}
+	t.Setenv("URAID_RUN_DIR", t.TempDir())
+	// The foreground daemon moves to / once started: the directory is restored after the test.
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	t.Chdir(wd)
+	old := checkServe
+	checkServe = func(*serveFlags) error { return nil }
+	t.Cleanup(func() { checkServe = old })
+	ms := memberFiles(t, 2, 8<<20)
+	made := filepath.Join(filepath.Dir(ms[0]), "new", "m2")
+	// Foreground only: a detached start would run this test binary as the daemon. Both end in
+	// undoCreate.
+	for _, fg := range []string{"--foreground"} {
+		t.Run(fg, func(t *testing.T) {
+			before := [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1])}
+			code, _, errOut := runCLI(t, "create", "undo", fg, "--level", "1", "--size", "8M", ms[0], ms[1], made)
+			assert.Equal(t, exitError, code)
+			assert.Contains(t, errOut, "ublk")
+			assert.Contains(t, errOut, "the create was undone: every member is as it was")
+			assert.Equal(t, before, [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1])}, "a member changed")
+			_, err := os.Stat(filepath.Dir(made))
+			assert.True(t, os.IsNotExist(err), "the directory create made is left")
+		})
 	}
 }

@@ -105,6 +105,13 @@ func TestExitCodes(t *testing.T) {
 		{append(create, "1", "M0", "LARGE"), exitError, false},
 		{append(create, "1", "M0", "M0"), exitError, false},
 		{append(create, "1", "--trim-exclusive", "/dev/sdz", "M0", "M1"), exitError, false},
+		{append(create, "0", "--chunk", "0", "M0", "M1"), exitUsage, false},
+		{append(create, "1", "--metrics-listen", ":99999", "M0", "M1"), exitUsage, false},
+		{append(create, "0", "M0", "missing"), exitUsage, false},
+		{append(create, "1", "missing", "missing"), exitUsage, false},
+		{[]string{"zero-superblock"}, exitUsage, false},
+		{[]string{"zero-superblock", "M0", "M1"}, exitError, false},
+		{[]string{"zero-superblock", "/no/such/member"}, exitError, false},
 	}
 	var golden strings.Builder
 	for _, c := range cases {

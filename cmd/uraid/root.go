@@ -63,7 +63,7 @@ range per member and sent to the members concurrently.`,
 	root.AddCommand(newVersionCommand(), newCreateCommand(), newAssembleCommand(), newServeCommand(),
 		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
 		newDetailCommand(), newExamineCommand(), newMonitorCommand(), newUdevInfoCommand(),
-		newCheckCommand(), newWaitCommand(), newMetricsCommand())
+		newCheckCommand(), newWaitCommand(), newMetricsCommand(), newZeroSuperblockCommand())
 	root.AddCommand(newFailCommand(), newRemoveCommand(), newAddCommand(), newReplaceCommand())
 	return root
 }

@@ -44,7 +44,11 @@ func (f *serveFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.logFormat, "log-format", daemon.LogText, "how the daemon logs its events where it writes text (stderr, or its log file without a\njournal): text (key=value) or json; the journal takes them as fields")
 }
 
+// check validates the flags and spells the enum flags (--discard, --log-format) the one way the
+// daemon and its record keep them: every enum flag of uraid takes its words in any case.
 func (f *serveFlags) check() error {
+	f.discard = strings.ToLower(strings.TrimSpace(f.discard))
+	f.logFormat = strings.ToLower(strings.TrimSpace(f.logFormat))
 	if _, err := array.ParseDiscardMode(f.discard); err != nil {
 		return usageError{err}
 	}
@@ -174,12 +178,17 @@ func spawn(name string, args []string) (string, error) {
 func (f *serveFlags) supervised() bool { return f.foreground && os.Getenv("NOTIFY_SOCKET") != "" }
 
 // serveHere runs the array in this process until it is stopped.
-func serveHere(cmd *cobra.Command, a *array.Array, members []string, f *serveFlags, n *daemon.Notifier, degraded bool) error {
+// started, when not nil, hears that the device is usable.
+func serveHere(cmd *cobra.Command, a *array.Array, members []string, f *serveFlags, n *daemon.Notifier, degraded bool, started func()) error {
 	if n == nil {
 		n = daemon.NewNotifier()
 	}
 	cfg := daemon.Config{Members: members, Options: f.options(degraded), Supervised: f.supervised(), MetricsListen: f.metrics, Log: f.daemonLogger()}
-	return daemonExit(daemon.Run(a, cfg, n, printDevice(cmd, f)))
+	ready := printDevice(cmd, f)
+	if started != nil {
+		ready = func(dev string) { started(); printDevice(cmd, f)(dev) }
+	}
+	return daemonExit(daemon.Run(a, cfg, n, ready))
 }
 
 // recoverHere takes the array's device over from this process and serves it until it is stopped.

@@ -69,3 +69,18 @@ func TestServeArgsRoundTrip(t *testing.T) {
 	assert.Equal(t, array.DiscardOptions{Mode: "sync", Exclusive: []string{"/dev/sda"}, MinGap: 5 * time.Millisecond},
 		f.options(false).Discard)
 }
+
+// TestEnumFlagsAnyCase pins the one rule for enum flags: their words are taken in any case
+// (--level and --layout always did), and check spells them the way the daemon keeps them.
+func TestEnumFlagsAnyCase(t *testing.T) {
+	f, err := parseServeFlags(t, "--discard", "ASYNC", "--log-format", "Json")
+	require.NoError(t, err)
+	require.NoError(t, f.check())
+	assert.Equal(t, "async", f.discard)
+	assert.Equal(t, "json", f.logFormat)
+	assert.Contains(t, f.args(), "--log-format=json")
+
+	f, err = parseServeFlags(t, "--discard", "lazy")
+	require.NoError(t, err)
+	assert.ErrorContains(t, f.check(), "use sync")
+}
