@@ -117,12 +117,12 @@ test-planted:
 		echo "test-planted: the harness mounts its disks with FUSE: run make test as root on a host with /dev/fuse (modprobe fuse)"; exit 1; fi
 	@mkdir -p $(BUILD)
 	$(GO) test -c -tags uraid_plant -o $(BUILD)/robust-plant.test ./robust/
-	@start=$$(date +%s); cd robust && for d in $(PLANT_CI); do \
+	@start=$$(date +%s); cd robust && for e in $(PLANT_CI); do d=$${e%%:*}; moods=; case $$e in *:*) moods=-robust.moods=$${e#*:};; esac; \
 		( URAID_ROBUST=1 TMPDIR=$$(mktemp -d) $(BUILD)/robust-plant.test -test.count=1 -test.timeout=22m -test.v -test.run 'TestPlanted$$' \
-			-robust.plant=$$d -robust.ops=$(PLANT_CI_OPS) -robust.deadline=20m >$(BUILD)/planted-$$d.log 2>&1; \
+			-robust.plant=$$d $$moods -robust.ops=$(PLANT_CI_OPS) -robust.deadline=20m >$(BUILD)/planted-$$d.log 2>&1; \
 		  echo $$? >$(BUILD)/planted-$$d.rc ) & \
 	done; wait; failed=; \
-	for d in $(PLANT_CI); do \
+	for e in $(PLANT_CI); do d=$${e%%:*}; \
 		if [ "$$(cat $(BUILD)/planted-$$d.rc)" = 0 ]; then grep -h -o 'planted .*: found on.*confirm)' $(BUILD)/planted-$$d.log | cut -c1-200; \
 		else failed="$$failed $$d"; echo "test-planted: $$d FAILED (all of it in $(BUILD)/planted-$$d.log):"; tail -n 30 $(BUILD)/planted-$$d.log | cut -c1-300; fi; \
 	done; echo "test-planted: $(PLANT_CI) in $$(($$(date +%s) - start))s"; \
