@@ -161,7 +161,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 		found, foundPath = append(found, fi), append(foundPath, p)
 	}
 	for _, p := range all {
-		if contains(toMake, p) {
+		if slices.Contains(toMake, p) {
 			continue
 		}
 		m, err := OpenMember(p)
@@ -176,7 +176,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 
 	var slotMembers []*Member
 	for _, m := range members {
-		if contains(o.Members, m.Path) {
+		if slices.Contains(o.Members, m.Path) {
 			slotMembers = append(slotMembers, m)
 		}
 	}
@@ -188,7 +188,7 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 		return fail(err)
 	}
 	for _, m := range members {
-		if !contains(o.Members, m.Path) && m.Size < DefaultDataOffset+dataSize {
+		if !slices.Contains(o.Members, m.Path) && m.Size < DefaultDataOffset+dataSize {
 			return fail(fmt.Errorf("spare %s: %w: %d bytes, the array's members need %d; give a larger spare", m.Path, ErrTooSmall, m.Size, DefaultDataOffset+dataSize))
 		}
 	}
@@ -460,15 +460,6 @@ func lostWithout(m *mapping.Map, absent []bool) int {
 		}
 	}
 	return -1
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func checkCreateGeometry(o *CreateOptions) error {
