@@ -166,7 +166,7 @@ func (m *mean) us() int64 {
 	if m.n == 0 {
 		return 0
 	}
-	return max(int64(m.dur()/time.Microsecond), 1)
+	return max(int64(math.Round(math.Exp2(m.log2)/float64(time.Microsecond))), 1)
 }
 
 // Learner learns one member. The zero value is not ready: use New.
