@@ -165,3 +165,46 @@ func readSuperblocks(t *testing.T, paths []string) []*raid.Superblock {
 	}
 	return out
 }
+
+// TestEngineConfigLearns checks that every member's lane learns, that a flag fixes the setting it
+// names for the members it names, and that status shows what was learned with the override.
+func TestEngineConfigLearns(t *testing.T) {
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
+	defer a.Close()
+	o := DiscardOptions{Exclusive: []string{paths[0]}, MemberInFlight: map[string]int{paths[1]: 2}, MinGap: 1}
+	cfg, err := engineConfig(a, o)
+	require.NoError(t, err)
+	require.Len(t, cfg.Members, 2)
+	for i, mc := range cfg.Members {
+		assert.True(t, mc.Learn, "member %d learns", i)
+	}
+	assert.Equal(t, discard.KnobExclusive|discard.KnobGap, cfg.Members[0].Fixed)
+	assert.Equal(t, discard.KnobInFlight|discard.KnobGap, cfg.Members[1].Fixed)
+
+	e, err := discard.New(cfg)
+	require.NoError(t, err)
+	old := a.engine
+	a.engine = e
+	st := a.Status("", 0)
+	a.engine = old
+	require.NoError(t, e.Close())
+	js, err := json.Marshal(st.Members[0])
+	require.NoError(t, err)
+	var got struct {
+		TrimLearned struct {
+			Exclusive  *bool                    `json:"exclusive"`
+			InFlight   *int                     `json:"inflight"`
+			GapMS      *float64                 `json:"gap_ms"`
+			Basis      *struct{ Trims *uint64 } `json:"basis"`
+			Overridden []string                 `json:"overridden"`
+		} `json:"trim_learned"`
+	}
+	require.NoError(t, json.Unmarshal(js, &got), "%s", js)
+	l := got.TrimLearned
+	require.NotNil(t, l.Exclusive, "%s", js)
+	require.NotNil(t, l.InFlight, "%s", js)
+	require.NotNil(t, l.GapMS, "%s", js)
+	require.NotNil(t, l.Basis, "%s", js)
+	assert.Equal(t, []string{"exclusive overridden by --trim-exclusive", "gap_ms overridden by --trim-gap"}, l.Overridden)
+	assert.True(t, st.Members[0].TrimExclusive, "the flag is what the lane runs by")
+}
