@@ -51,8 +51,9 @@ const (
 
 	// ProbeEvery TRIMs, one runs as the decision forbids (at the highest
 	// penalized gap, or one more in flight), or, while only back-to-back
-	// TRIMs were ever seen, after a rest of the longest gap bucket (1.024
-	// s), so that what the decision hides is measured again.
+	// TRIMs of a millisecond or more were ever seen, after a rest of the
+	// longest gap bucket (1.024 s), so that what the decision hides is
+	// measured again.
 	ProbeEvery = 32
 )
 
@@ -448,7 +449,9 @@ func (l *Learner) Exclusive() bool { return l.exclusive }
 // halfway between (a bisection: a few TRIMs find the gap). Every ProbeEvery
 // TRIMs it relaxes the decision once (a probe: the highest penalized gap,
 // one more in flight), or, while no TRIM but back-to-back ones was ever
-// measured, asks for a long rest, so that a reference is measured.
+// measured and those take long enough to hide a penalty
+// (PenaltyExcessEnter), asks for a long rest, so that a reference is
+// measured.
 func (l *Learner) Next() (gap time.Duration, limit int) {
 	gap, limit = l.Gap(), l.Limit()
 	if l.gapK > 0 && l.top >= 0 && l.gapK-l.top >= 2 {
@@ -463,7 +466,9 @@ func (l *Learner) Next() (gap time.Duration, limit int) {
 	switch {
 	case l.gapK > 0 && l.top >= 0:
 		gap = gapEdge(l.top)
-	case l.gapK == 0 && l.knownAbove(1) == 0:
+	case l.gapK == 0 && l.knownAbove(1) == 0 && l.gap[0].dur() >= PenaltyExcessEnter:
+		// Back-to-back TRIMs slow enough to hide a penalty, and nothing
+		// to compare them with.
 		gap = exploreGap()
 	}
 	return gap, limit
