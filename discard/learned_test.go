@@ -164,3 +164,54 @@ func TestEndReadTookAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// penaltyDrive takes base per TRIM, and penalty more when the TRIM starts
+// less than gap after the previous one ended, on a virtual clock.
+type penaltyDrive struct {
+	clk                *clock.Virtual
+	base, penalty, gap time.Duration
+	lastEnd            time.Time
+}
+
+func (d *penaltyDrive) trim(off, n int64) error {
+	took := d.base
+	if !d.lastEnd.IsZero() && d.clk.Now().Sub(d.lastEnd) < d.gap {
+		took += d.penalty
+	}
+	d.clk.Sleep(took)
+	d.lastEnd = d.clk.Now()
+	return nil
+}
+
+// A member that punishes back-to-back TRIMs, under a flood of them, gets
+// a gap in (G/2, 2G] through the engine, and runs by it; a flag fixing the
+// gap wins over it. The flood explores (a 1 s rest once in 32 TRIMs until
+// three isolated TRIMs are known), then bisects: 400 TRIMs are plenty.
+func TestLearnsGapThroughTheEngine(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		clk := clock.NewVirtual(time.Unix(0, 0))
+		d := &penaltyDrive{clk: clk, base: 500 * time.Microsecond, penalty: 50 * time.Millisecond, gap: 20 * time.Millisecond}
+		m := Member{Issuer: discardtest.Blocking(d.trim, clk), Learn: true, InFlight: 1}
+		if fixed {
+			m.MinGap, m.Fixed = time.Millisecond, KnobGap
+		}
+		e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{m}})
+		for n := range 400 {
+			discard(e, mapping.Extent{Offset: int64(n) * 8192, Length: 4096})
+		}
+		e.Drain()
+		l, ok := e.Learned(0)
+		require.True(t, ok)
+		if fixed {
+			// The flag's gap is what the lane keeps; the learner sees only
+			// what it lets it see (here: every TRIM 1 ms apart, penalized).
+			assert.Equal(t, time.Millisecond, e.Settings(0).MinGap)
+			assert.Equal(t, KnobGap, l.Fixed)
+			assert.Equal(t, uint64(400), l.Basis.Trims)
+			continue
+		}
+		assert.Greater(t, l.Gap, d.gap/2, "%+v", l.Basis)
+		assert.LessOrEqual(t, l.Gap, 2*d.gap, "%+v", l.Basis)
+		assert.Equal(t, l.Gap, e.Settings(0).MinGap)
+	}
+}
