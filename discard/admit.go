@@ -218,8 +218,8 @@ func (e *Engine) EndWriteTook(w *Write, i int, took time.Duration) {
 }
 
 // startIO opens member i's I/O gate and reports whether a TRIM is in flight
-// there. On a member that yields (YieldToIO, or learned exclusive) no TRIM starts until the gate closes,
-// for at most MaxDefer.
+// there. On a member that yields (YieldToIO, or learned exclusive) no TRIM
+// starts until the gate closes, for at most MaxDefer.
 func (e *Engine) startIO(i int) (busy bool) {
 	m := e.members[i]
 	m.io.Add(1)

@@ -61,14 +61,18 @@ const (
 // fraction of its distance (by 1/n for the first samples, so that a fresh
 // mean is a plain average).
 const (
-	alphaClean   = 1.0 / 32 // the clean baseline: slow, it is the reference
-	alphaOver    = 1.0 / 4  // overlapped I/O: quick to see a stall
-	alphaGap     = 1.0 / 8
-	alphaConc    = 1.0 / 8
-	alphaTrim    = 1.0 / 8
-	alphaSize    = 1.0 / 8
-	alphaProbe   = 1.0 / 2 // a probe's sample: rare, so each counts for more
-	sampleWeight = 1 << 20 // counts stop growing here, harmlessly
+	alphaClean = 1.0 / 32 // the clean baseline: slow, it is the reference
+	alphaOver  = 1.0 / 4  // overlapped I/O: quick to see a stall
+	alphaGap   = 1.0 / 8
+	alphaConc  = 1.0 / 8
+	alphaTrim  = 1.0 / 8
+	alphaSize  = 1.0 / 8
+	// A probe's sample is rare, so each counts for more: a quarter for
+	// concurrency, whose differences are small next to the noise; half for
+	// a gap, whose penalties are many times the noise.
+	alphaProbe    = 1.0 / 4
+	alphaGapProbe = 1.0 / 2
+	sampleWeight  = 1 << 20 // counts stop growing here, harmlessly
 )
 
 // Buckets. Gap bucket 0 is back to back (under gapUnit); bucket k>0 holds
@@ -282,7 +286,7 @@ func (l *Learner) ObserveTrim(s TrimSample) (changed bool) {
 	}
 	k := gapBucket(gap)
 	if l.gapK > 0 && k < l.gapK {
-		l.gap[k].add(s.Took, alphaProbe) // a probe, or a bisection step
+		l.gap[k].add(s.Took, alphaGapProbe) // a probe, or a bisection step
 	} else {
 		l.gap[k].add(s.Took, alphaGap)
 	}
@@ -382,7 +386,10 @@ func (l *Learner) judgeGap() {
 	}
 	for k := range l.gap {
 		m := &l.gap[k]
-		if k == best || !m.known(MinGapSamples) {
+		if k >= best || !m.known(MinGapSamples) {
+			// A penalty falls as the gap grows: a bucket above the best
+			// is not penalized, whatever stale or size-skewed figure it
+			// holds.
 			l.penalized[k] = false
 			continue
 		}
@@ -408,7 +415,7 @@ func (l *Learner) judgeGap() {
 		}
 	}
 	cand := 0
-	if l.top >= 0 {
+	if l.top >= 0 { // below best, so cand stays within the buckets
 		cand = l.top + 1
 		for cand < GapBuckets-1 && !(l.gap[cand].known(MinGapSamples) && !l.penalized[cand]) {
 			cand++

@@ -137,10 +137,10 @@ func TestFastMemberNeverFlips(t *testing.T) {
 }
 
 // A member that punishes back-to-back TRIMs learns a gap in (G/2, 2G]
-// within 500 TRIMs and keeps it at least 95% of the time after. A gap just
+// within 500 TRIMs and keeps it at least 90% of the time after. A gap just
 // above a bucket's lower edge, with a workload that rarely rests that long,
 // makes that bucket look clean most of the time: the learner then drops the
-// gap and finds it again (a few penalized TRIMs), which the 5% and the
+// gap and finds it again (a few penalized TRIMs), which the 10% and the
 // change count bound.
 func TestBackToBackPenaltyLearnsGap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -159,10 +159,10 @@ func TestBackToBackPenaltyLearnsGap(t *testing.T) {
 				outside++
 			}
 		}
-		if outside > 50 {
+		if outside > 100 {
 			t.Fatalf("gap outside (%v, %v] for %d of 1000 TRIMs, now %v: %+v", m.gap/2, 2*m.gap, outside, w.l.Gap(), w.l.Decision().Basis)
 		}
-		if changes > 64 {
+		if changes > 80 {
 			t.Fatalf("%d changes: %+v", changes, w.l.Decision())
 		}
 	})
@@ -194,7 +194,7 @@ func TestInFlightLimit(t *testing.T) {
 // stalling member that stops stalling, a serializing one that goes
 // parallel, a penalized one that stops punishing, and back.
 func TestRelearn(t *testing.T) {
-	const bound = 600
+	const bound = 1000
 	rapid.Check(t, func(t *rapid.T) {
 		m := fast(t)
 		m.noise = rapid.Float64Range(1, 2).Draw(t, "noise")
