@@ -3,11 +3,13 @@ package array
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"uraid/discard"
+	"uraid/discard/learn"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -207,4 +209,24 @@ func TestEngineConfigLearns(t *testing.T) {
 	require.NotNil(t, l.Basis, "%s", js)
 	assert.Equal(t, []string{"exclusive overridden by --trim-exclusive", "gap_ms overridden by --trim-gap"}, l.Overridden)
 	assert.True(t, st.Members[0].TrimExclusive, "the flag is what the lane runs by")
+}
+
+// TestTrimLearnedEvent checks that a lane's new decision is an event with the figures and the
+// overrides, in words and as data.
+func TestTrimLearnedEvent(t *testing.T) {
+	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
+	defer a.Close()
+	d := learn.Decision{Exclusive: true, InFlight: 1, Gap: 40 * time.Millisecond, GapMS: 40,
+		Basis: learn.Basis{IOCleanUS: 200, IOOverlappedUS: 90000, IOOverlappedN: 5, IOCleanN: 50, Trims: 7}}
+	a.trimLearned(1, discard.Learned{Decision: d, Fixed: discard.KnobInFlight})
+	e := nextEvent(t, a)
+	assert.Equal(t, EventTrimLearned, e.Type)
+	require.NotNil(t, e.Member)
+	assert.Equal(t, 1, *e.Member)
+	require.NotNil(t, e.TrimLearned)
+	assert.Equal(t, d, e.TrimLearned.Decision)
+	assert.Equal(t, []string{"inflight overridden by --trim-inflight"}, e.TrimLearned.Overridden)
+	assert.Contains(t, e.Message, "exclusive true")
+	assert.Contains(t, e.Message, "90ms beside a TRIM vs 200µs clean")
+	assert.Contains(t, e.Message, "inflight overridden by --trim-inflight")
 }
