@@ -43,11 +43,13 @@ const (
 	// number in flight with a log-log slope of at least SerialEnter (1 is
 	// strictly linear: each waits for those ahead), and stops when it falls
 	// to SerialLeave. MinConcSamples at one in flight and as many at more
-	// are needed; SerialRuns evaluations in a row must agree.
-	SerialEnter    = 0.7
-	SerialLeave    = 0.35
-	MinConcSamples = 8
-	SerialRuns     = 3
+	// are needed; SerialRuns (SerialLeaveRuns) evaluations in a row, each
+	// after a new TRIM beside others, must agree.
+	SerialEnter     = 0.7
+	SerialLeave     = 0.4
+	MinConcSamples  = 8
+	SerialRuns      = 3
+	SerialLeaveRuns = 2 // leaving rests on probes, one in ProbeEvery TRIMs
 
 	// ProbeEvery TRIMs, one runs as the decision forbids (at the highest
 	// penalized gap, or one more in flight), or, while only back-to-back
@@ -200,6 +202,7 @@ type Learner struct {
 
 	trims      uint64
 	sinceProbe int
+	sinceSolo  int // TRIMs since one ran alone
 	probes     uint64
 	changes    uint64
 }
@@ -260,9 +263,13 @@ func sizeBucket(n int64) int {
 func (l *Learner) ObserveTrim(s TrimSample) (changed bool) {
 	l.trims++
 	l.sinceProbe++
+	l.sinceSolo++
 	l.trim.add(s.Took, alphaTrim)
 	l.size[sizeBucket(s.Bytes)].add(s.Took, alphaSize)
 	c := min(max(s.InFlight, 1), ConcBuckets)
+	if c == 1 {
+		l.sinceSolo = 0
+	}
 	if alpha := alphaConc; c > 1 {
 		if l.serial {
 			alpha = alphaProbe // rare now: each counts for more
@@ -365,7 +372,11 @@ func (l *Learner) judgeSerial() {
 		l.serRuns = 0
 		return
 	}
-	if l.serRuns++; l.serRuns >= SerialRuns {
+	need := SerialRuns
+	if l.serial {
+		need = SerialLeaveRuns
+	}
+	if l.serRuns++; l.serRuns >= need {
 		l.serial, l.serRuns = !l.serial, 0
 	}
 }
@@ -451,7 +462,9 @@ func (l *Learner) Gap() time.Duration { return gapEdge(l.gapK) }
 func (l *Learner) Exclusive() bool { return l.exclusive }
 
 // Next is how the next TRIM to start is paced: the least gap since the last
-// TRIM ended and the most TRIMs in flight. While the buckets between the
+// TRIM ended and the most TRIMs in flight. When ProbeEvery TRIMs ran beside
+// others, the next runs alone, so that the reference of the in-flight
+// judgement stays measured under a flood. While the buckets between the
 // highest penalized gap and the decided one are unknown, every TRIM rests
 // halfway between (a bisection: a few TRIMs find the gap). Every ProbeEvery
 // TRIMs it relaxes the decision once (a probe: the highest penalized gap,
@@ -461,6 +474,11 @@ func (l *Learner) Exclusive() bool { return l.exclusive }
 // measured.
 func (l *Learner) Next() (gap time.Duration, limit int) {
 	gap, limit = l.Gap(), l.Limit()
+	if limit > 1 && l.sinceSolo >= ProbeEvery {
+		// A flood keeps every slot busy, and a TRIM alone is the reference
+		// concurrency is judged against: let one run alone.
+		return gap, 1
+	}
 	if l.gapK > 0 && l.top >= 0 && l.gapK-l.top >= 2 {
 		gap = gapEdge(l.top + (l.gapK-l.top)/2)
 	}

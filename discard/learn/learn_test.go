@@ -23,11 +23,12 @@ type member struct {
 // allows (a gap at least as long as asked, at most as many in flight), and
 // the workload adds rest and I/O around it.
 type world struct {
-	t     *rapid.T
-	l     *Learner
-	m     member
-	flood bool // the queue never empties: TRIMs go as soon as allowed
-	n     int
+	t      *rapid.T
+	l      *Learner
+	m      member
+	flood  bool // the queue never empties: TRIMs go as soon as allowed
+	steady bool // with flood: every TRIM starts with as many in flight as allowed
+	n      int
 }
 
 func (w *world) jitter(d time.Duration, label string) time.Duration {
@@ -46,9 +47,13 @@ func (w *world) step() bool {
 	if !w.flood {
 		rest += time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(w.t, "rest"))
 	}
-	// A flood comes in bursts: the lane fills its slots one after another.
+	// A flood comes in bursts (the lane fills its slots one after another)
+	// or, steady, keeps every slot it may use busy.
 	inflight := 1
-	if w.flood {
+	switch {
+	case w.flood && w.steady:
+		inflight = limit
+	case w.flood:
 		inflight = 1 + w.n%limit
 	}
 	if inflight > 1 {
@@ -176,7 +181,7 @@ func TestInFlightLimit(t *testing.T) {
 		m.serial = rapid.Bool().Draw(t, "serial")
 		m.noise = rapid.Float64Range(1, 2).Draw(t, "noise")
 		limit := rapid.IntRange(2, 8).Draw(t, "limit")
-		w := &world{t: t, l: New(false, limit), m: m, flood: true}
+		w := &world{t: t, l: New(false, limit), m: m, flood: true, steady: rapid.Bool().Draw(t, "steady")}
 		for range 400 {
 			w.step()
 		}
