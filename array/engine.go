@@ -12,7 +12,9 @@ import (
 	"uraid/raid"
 )
 
-// Pacing knobs of the discard engine, per array.
+// Pacing knobs of the discard engine, per array. Every member's lane learns its exclusivity,
+// in-flight limit and gap by measurement (discard.Member.Learn); a knob set here fixes the
+// learned setting for the members it applies to, which status then reports as overridden.
 type DiscardOptions struct {
 	// Mode is "sync" or "async" (default sync).
 	Mode string
@@ -92,6 +94,8 @@ type memberTrim struct {
 	// time and lets reads and writes go first.
 	exclusive bool
 	inflight  int
+	// fixed are the settings a flag chose for this member, which learning does not change.
+	fixed discard.Knobs
 }
 
 // memberTrim picks m's TRIM settings from what the member is and what was asked.
@@ -101,16 +105,24 @@ func (o DiscardOptions) memberTrim(m *raid.Member) memberTrim {
 		listed = listed || samePath(m.Path, p)
 	}
 	t := memberTrim{exclusive: m.Rotational || m.ATA || listed, inflight: discard.InFlightNVMe}
+	if listed {
+		t.fixed |= discard.KnobExclusive
+	}
+	if o.MinGap > 0 {
+		t.fixed |= discard.KnobGap
+	}
 	if t.exclusive || !m.Block {
 		// A file's hole punches serialize on its inode anyway.
 		t.inflight = discard.InFlightSATA
 	}
 	if o.InFlight > 0 {
 		t.inflight = o.InFlight
+		t.fixed |= discard.KnobInFlight
 	}
 	for p, n := range o.MemberInFlight {
 		if n > 0 && samePath(m.Path, p) {
 			t.inflight = n
+			t.fixed |= discard.KnobInFlight
 		}
 	}
 	return t
@@ -160,6 +172,7 @@ func engineConfig(a *Array, o DiscardOptions) (discard.Config, error) {
 		// The region map hears from the engine whether each discard it watches was trimmed.
 		OnTrimmed:  a.trimDone,
 		MaxWatched: maxPendingTrims,
+		OnLearned:  a.trimLearned,
 	}
 	fail := func(err error) (discard.Config, error) {
 		for _, mc := range cfg.Members {
@@ -204,8 +217,10 @@ func (a *Array) memberConfig(i int, m *raid.Member, o DiscardOptions) (discard.M
 	}
 	t := o.memberTrim(m)
 	mc.InFlight = t.inflight
-	// A drive that stalls reads and writes behind a TRIM should trim between them.
+	// A drive that stalls reads and writes behind a TRIM should trim between them. What the
+	// member is gives the prior; the lane learns the rest, except what a flag fixed.
 	mc.YieldToIO = t.exclusive
+	mc.Learn, mc.Fixed = true, t.fixed
 	var err error
 	if a.opts.newIssuer != nil {
 		mc.Issuer, err = a.opts.newIssuer(m, a.dataOff[i], mc.InFlight)

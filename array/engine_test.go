@@ -3,11 +3,13 @@ package array
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"uraid/discard"
+	"uraid/discard/learn"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -164,4 +166,67 @@ func readSuperblocks(t *testing.T, paths []string) []*raid.Superblock {
 		out = append(out, sb)
 	}
 	return out
+}
+
+// TestEngineConfigLearns checks that every member's lane learns, that a flag fixes the setting it
+// names for the members it names, and that status shows what was learned with the override.
+func TestEngineConfigLearns(t *testing.T) {
+	a, paths := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
+	defer a.Close()
+	o := DiscardOptions{Exclusive: []string{paths[0]}, MemberInFlight: map[string]int{paths[1]: 2}, MinGap: 1}
+	cfg, err := engineConfig(a, o)
+	require.NoError(t, err)
+	require.Len(t, cfg.Members, 2)
+	for i, mc := range cfg.Members {
+		assert.True(t, mc.Learn, "member %d learns", i)
+	}
+	assert.Equal(t, discard.KnobExclusive|discard.KnobGap, cfg.Members[0].Fixed)
+	assert.Equal(t, discard.KnobInFlight|discard.KnobGap, cfg.Members[1].Fixed)
+
+	e, err := discard.New(cfg)
+	require.NoError(t, err)
+	old := a.engine
+	a.engine = e
+	st := a.Status("", 0)
+	a.engine = old
+	require.NoError(t, e.Close())
+	js, err := json.Marshal(st.Members[0])
+	require.NoError(t, err)
+	var got struct {
+		TrimLearned struct {
+			Exclusive  *bool                    `json:"exclusive"`
+			InFlight   *int                     `json:"inflight"`
+			GapMS      *float64                 `json:"gap_ms"`
+			Basis      *struct{ Trims *uint64 } `json:"basis"`
+			Overridden []string                 `json:"overridden"`
+		} `json:"trim_learned"`
+	}
+	require.NoError(t, json.Unmarshal(js, &got), "%s", js)
+	l := got.TrimLearned
+	require.NotNil(t, l.Exclusive, "%s", js)
+	require.NotNil(t, l.InFlight, "%s", js)
+	require.NotNil(t, l.GapMS, "%s", js)
+	require.NotNil(t, l.Basis, "%s", js)
+	assert.Equal(t, []string{"exclusive overridden by --trim-exclusive", "gap_ms overridden by --trim-gap"}, l.Overridden)
+	assert.True(t, st.Members[0].TrimExclusive, "the flag is what the lane runs by")
+}
+
+// TestTrimLearnedEvent checks that a lane's new decision is an event with the figures and the
+// overrides, in words and as data.
+func TestTrimLearnedEvent(t *testing.T) {
+	a, _ := createArray(t, arrayCase{mapping.RAID0, mapping.NoLayout, 2, 64 << 10}, "sync")
+	defer a.Close()
+	d := learn.Decision{Exclusive: true, InFlight: 1, Gap: 40 * time.Millisecond, GapMS: 40,
+		Basis: learn.Basis{IOCleanUS: 200, IOOverlappedUS: 90000, IOOverlappedN: 5, IOCleanN: 50, Trims: 7}}
+	a.trimLearned(1, discard.Learned{Decision: d, Fixed: discard.KnobInFlight})
+	e := nextEvent(t, a)
+	assert.Equal(t, EventTrimLearned, e.Type)
+	require.NotNil(t, e.Member)
+	assert.Equal(t, 1, *e.Member)
+	require.NotNil(t, e.TrimLearned)
+	assert.Equal(t, d, e.TrimLearned.Decision)
+	assert.Equal(t, []string{"inflight overridden by --trim-inflight"}, e.TrimLearned.Overridden)
+	assert.Contains(t, e.Message, "exclusive true")
+	assert.Contains(t, e.Message, "90ms beside a TRIM vs 200µs clean")
+	assert.Contains(t, e.Message, "inflight overridden by --trim-inflight")
 }

@@ -21,6 +21,7 @@ const (
 	EventSyncStarted    = "sync_started"
 	EventSyncProgress   = "sync_progress"
 	EventSyncFinished   = "sync_finished"
+	// EventTrimLearned (trimlearned.go): a member's TRIM pacing changed by measurement.
 )
 
 // Outcomes of a sync job, in EventSyncFinished.
@@ -55,6 +56,8 @@ type Event struct {
 	Outcome       string `json:"outcome,omitempty"`
 	Error         string `json:"error,omitempty"`
 	Device        string `json:"device,omitempty"`
+	// TrimLearned is a member lane's new decision and its figures (EventTrimLearned).
+	TrimLearned *TrimLearned `json:"trim_learned,omitempty"`
 	// Message says it in words.
 	Message string `json:"message"`
 }

@@ -84,9 +84,15 @@ type MemberStatus struct {
 	// libata port, or named by the admin): it trims only while no read or write waits.
 	TrimExclusive bool `json:"trim_exclusive"`
 	// TrimInFlight is how many TRIMs the member runs at once, 0 when it cannot discard.
-	TrimInFlight int                 `json:"trim_inflight"`
-	IO           MemberIO            `json:"io"`
-	Discard      discard.MemberStats `json:"discard"`
+	TrimInFlight int `json:"trim_inflight"`
+	// TrimGapMS is the least rest between two TRIMs, learned or set by --trim-gap.
+	TrimGapMS float64 `json:"trim_gap_ms"`
+	// TrimLearned is what the member's lane measured and decided; TrimExclusive, TrimInFlight
+	// and TrimGapMS are what it runs by (the flags win over what was learned). Absent for a
+	// member that cannot discard.
+	TrimLearned *TrimLearned        `json:"trim_learned,omitempty"`
+	IO          MemberIO            `json:"io"`
+	Discard     discard.MemberStats `json:"discard"`
 	// ReadLatency and WriteLatency time the member's reads and writes, for the metrics.
 	ReadLatency  latency.Snapshot `json:"-"`
 	WriteLatency latency.Snapshot `json:"-"`
@@ -190,6 +196,10 @@ func (a *Array) Status(device string, pid int) Status {
 		set := a.engine.Settings(i)
 		ms.TrimExclusive = set.Exclusive
 		ms.TrimInFlight = set.InFlight
+		ms.TrimGapMS = float64(set.MinGap) / float64(time.Millisecond)
+		if l, ok := a.engine.Learned(i); ok {
+			ms.TrimLearned = newTrimLearned(l)
+		}
 		if m != nil {
 			ms.DiscardGranularity = a.gran[i].Bytes
 			ms.Path, ms.SizeBytes, ms.Kind = m.Path, m.Size, "file"

@@ -418,10 +418,11 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		p := &t.read.Pieces[i]
 		c := t.read.Pick(i)
 		err := ioResult(res, p.Length)
-		a.account(c.Member, ublk.OpRead, p.Length, err, latency.Since(t.issued))
+		took := latency.Since(t.issued)
+		a.account(c.Member, ublk.OpRead, p.Length, err, took)
 		refilled := a.refilled[c.Member].Load() != t.refill[i]
 		if err == nil && !refilled {
-			a.engine.EndRead(&t.read, i)
+			a.engine.EndReadTook(&t.read, i, took) // the member's lane learns from it
 			break
 		}
 		if !refilled {
@@ -438,15 +439,19 @@ func (a *Array) Reap(r *ublk.Request, sub uint32, res int32) {
 		}
 	case ublk.OpWrite:
 		e := t.exts[i]
-		a.engine.EndWrite(&t.write, i)
 		err := ioResult(res, e.Length)
+		took := time.Duration(-1) // not timed: the lane learns only from writes that succeeded
+		if err == nil {
+			took = latency.Since(t.issued)
+		}
+		a.engine.EndWriteTook(&t.write, i, took)
 		if t.shadow[i] != nil {
 			if err != nil {
 				a.replacementFailed(e.Member, t.shadow[i], err)
 			}
 			break
 		}
-		a.account(e.Member, ublk.OpWrite, e.Length, err, latency.Since(t.issued))
+		a.account(e.Member, ublk.OpWrite, e.Length, err, took)
 		if err != nil {
 			t.failed[i] = true
 			a.fail(e.Member, err)

@@ -73,6 +73,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	describeSync(ch)
+	describeTrim(ch)
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -108,6 +109,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descDiscBytes, float64(st.Discard.Bytes), st.Name)
 	counter(descDiscRanges, float64(st.Discard.MemberRanges), st.Name)
 	collectSync(ch, st)
+	collectTrim(ch, st)
 	for _, m := range st.Members {
 		l := []string{st.Name, strconv.Itoa(m.Index), m.Path}
 		up := 0.0

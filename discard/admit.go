@@ -2,6 +2,7 @@ package discard
 
 import (
 	"math"
+	"time"
 
 	"uraid/internal/verify"
 	"uraid/mapping"
@@ -45,18 +46,32 @@ func (e *Engine) BeginRead(r *Read, turn uint32) bool {
 			m.mu.Unlock()
 		}
 	}
+	r.marks = r.marks[:0]
 	for i := range r.Pieces {
 		r.picks[i] = e.pickCopy(&r.Pieces[i], int(turn)+i, -1)
+		r.marks = append(r.marks, 0)
+		if r.picks[i] >= 0 {
+			r.marks[i] = e.ioMark(r.Pick(i).Member)
+		}
 	}
 	return true
 }
 
 // EndRead closes the I/O gate BeginRead or Reread opened for piece i.
-func (e *Engine) EndRead(r *Read, i int) {
+func (e *Engine) EndRead(r *Read, i int) { e.EndReadTook(r, i, -1) }
+
+// EndReadTook is EndRead for a piece whose read succeeded and took took
+// (negative: not timed): a learning member (Member.Learn) records it,
+// overlapped by a TRIM or not, if it can without waiting.
+func (e *Engine) EndReadTook(r *Read, i int, took time.Duration) {
 	if !r.HasPick(i) {
 		return
 	}
-	e.endIO(r.Pick(i).Member)
+	m := r.Pick(i).Member
+	if i < len(r.marks) {
+		e.observeIO(m, r.marks[i], took)
+	}
+	e.endIO(m)
 }
 
 // Reread picks another copy for piece i after its read failed and the
@@ -69,6 +84,9 @@ func (e *Engine) Reread(r *Read, i int) bool {
 		r.picks[i] = -1
 	}
 	r.picks[i] = e.pickCopy(&r.Pieces[i], prev+1, prev)
+	if r.picks[i] >= 0 && i < len(r.marks) {
+		r.marks[i] = e.ioMark(r.Pick(i).Member)
+	}
 	return r.picks[i] >= 0
 }
 
@@ -93,10 +111,11 @@ func (e *Engine) pickCopy(p *mapping.Piece, start, skip int) int {
 }
 
 // leastStall returns the working copy of p that would serve a read soonest:
-// least stall first, then fewest reads and writes in progress on its member
-// (as md balances by queue depth, so that a member that runs one command
-// at a time is not sent as many reads as its idle mirror), then the first
-// from start. -1 when no copy works.
+// the least expected wait (member.wait: the reads and writes in progress at
+// their measured latency, as md balances by queue depth, so that a member
+// that runs one command at a time is not sent as many reads as its idle
+// mirror, plus the member's TRIMs at their measured cost to a read), then
+// the first from start. -1 when no copy works.
 func (e *Engine) leastStall(p *mapping.Piece, start, skip int) int {
 	pick, least := -1, int64(math.MaxInt64)
 	for k := range p.N {
@@ -111,7 +130,7 @@ func (e *Engine) leastStall(p *mapping.Piece, start, skip int) int {
 		if m.isDown.Load() {
 			continue
 		}
-		if s := int64(m.stall())<<32 | int64(max(m.io.Load(), 0)); s < least {
+		if s := m.wait(); s < least {
 			pick, least = c, s
 			if s == 0 {
 				break
@@ -172,26 +191,35 @@ func (e *Engine) BeginWrite(w *Write) bool {
 		}
 	}
 	w.gated = w.gated[:0]
+	w.marks = w.marks[:0]
 	for _, x := range w.Extents {
 		w.gated = append(w.gated, x.Length > 0)
+		w.marks = append(w.marks, 0)
 		if x.Length > 0 {
 			e.startIO(x.Member)
+			w.marks[len(w.marks)-1] = e.ioMark(x.Member)
 		}
 	}
 	return true
 }
 
 // EndWrite closes the I/O gate BeginWrite opened for extent i of w.
-func (e *Engine) EndWrite(w *Write, i int) {
+func (e *Engine) EndWrite(w *Write, i int) { e.EndWriteTook(w, i, -1) }
+
+// EndWriteTook is EndWrite for an extent whose write succeeded and took
+// took (negative: not timed), which a learning member records as
+// EndReadTook does.
+func (e *Engine) EndWriteTook(w *Write, i int, took time.Duration) {
 	if i < len(w.gated) && w.gated[i] {
 		w.gated[i] = false
+		e.observeIO(w.Extents[i].Member, w.marks[i], took)
 		e.endIO(w.Extents[i].Member)
 	}
 }
 
 // startIO opens member i's I/O gate and reports whether a TRIM is in flight
-// there. On a member with YieldToIO no TRIM starts until the gate closes,
-// for at most MaxDefer.
+// there. On a member that yields (YieldToIO, or learned exclusive) no TRIM
+// starts until the gate closes, for at most MaxDefer.
 func (e *Engine) startIO(i int) (busy bool) {
 	m := e.members[i]
 	m.io.Add(1)
@@ -204,7 +232,7 @@ func (e *Engine) endIO(i int) {
 	if verify.On {
 		verify.Check(n >= 0, "discard member %d: I/O gate closed more often than opened", i)
 	}
-	if n == 0 && m.lane.Load().cfg.YieldToIO && m.outstanding.Load() > 0 {
+	if n == 0 && m.yield.Load() && m.outstanding.Load() > 0 {
 		m.wake()
 	}
 }
@@ -214,7 +242,7 @@ const maxStall = 4
 
 // stall scores how much the member's TRIMs would delay a read sent there
 // now, from 0 to maxStall: 0 no TRIM pending; 1 TRIMs queued on a member
-// whose TRIMs do not stall I/O (no YieldToIO); 2 one in flight there; 3
+// whose TRIMs do not stall I/O (it does not yield); 2 one in flight there; 3
 // TRIMs queued on a member that stalls I/O while it trims, which the read
 // would hold back; 4 a TRIM in flight there, which the read would wait for.
 func (m *member) stall() int {
@@ -225,7 +253,7 @@ func (m *member) stall() int {
 	switch {
 	case m.outstanding.Load() == 0:
 		return 0
-	case !m.lane.Load().cfg.YieldToIO:
+	case !m.yield.Load():
 		return 1 + busy
 	}
 	return 3 + busy

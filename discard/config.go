@@ -83,7 +83,25 @@ type Member struct {
 	// under constant load (0: DefaultMaxDefer).
 	YieldToIO bool
 	MaxDefer  time.Duration
+
+	// Learn makes the lane measure what the member's TRIMs cost (package
+	// learn) and pace them by what it learns: YieldToIO as the prior of
+	// exclusivity, an in-flight limit of at most InFlight, and MinGap,
+	// each unless Fixed names it. Decisions are told to Config.OnLearned.
+	Learn bool
+	// Fixed names the settings the operator chose: the lane still learns
+	// them, to show, but keeps the configured value.
+	Fixed Knobs
 }
+
+// Knobs names a member's TRIM settings, as a set.
+type Knobs uint8
+
+const (
+	KnobExclusive Knobs = 1 << iota // YieldToIO
+	KnobInFlight                    // InFlight
+	KnobGap                         // MinGap
+)
 
 // Config configures an Engine.
 type Config struct {
@@ -124,6 +142,11 @@ type Config struct {
 	// Clock paces MinGap and MaxDefer (nil: the wall clock). Tests inject
 	// a manual or virtual one.
 	Clock clock.Clock
+
+	// OnLearned, if set, hears every change of a learning member's
+	// decision (Member.Learn), from the member's lane goroutine with no
+	// lock held. It must not block and must not call into the engine.
+	OnLearned func(member int, l Learned)
 }
 
 func (c *Config) check() error {

@@ -21,6 +21,13 @@
 // a member over MaxQueued holds the acknowledgement back until it has
 // caught up (backpressure, not loss, and never a blocked caller).
 //
+// A lane whose member learns (Member.Learn) measures what the member's
+// TRIMs cost, to it and to the reads and writes beside them, and paces them
+// by what package learn decides: whether they yield to I/O, how many run at
+// once, how long the member rests between them; a setting the
+// configuration fixes (Member.Fixed) stays as configured. Reads go to the
+// copy whose expected wait, priced by what was measured, is least.
+//
 // # The way in
 //
 // The array admits every request through the engine, which keeps the rules

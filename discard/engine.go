@@ -23,6 +23,7 @@ type Engine struct {
 	members   []*member
 	onError   func(mapping.Extent, error)
 	onTrimmed func(watch uint64, trimmed bool)
+	onLearned func(member int, l Learned)
 	clock     clock.Clock
 
 	// heldMu guards the list of async discards whose acknowledgement waits
@@ -78,7 +79,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("discard engine: %w", err)
 	}
-	e := &Engine{mode: cfg.Mode, onError: cfg.OnError, onTrimmed: cfg.OnTrimmed, clock: cfg.Clock}
+	e := &Engine{mode: cfg.Mode, onError: cfg.OnError, onTrimmed: cfg.OnTrimmed, onLearned: cfg.OnLearned, clock: cfg.Clock}
 	if e.clock == nil {
 		e.clock = clock.Real{}
 	}
@@ -579,6 +580,7 @@ func (e *Engine) Revive(i int, cfg Member) error {
 	m.q = NewQueue[*Discard](l.cfg.MaxLen, l.cfg.Granularity)
 	m.lane.Store(l)
 	m.lastEnd, m.heldSince = time.Time{}, time.Time{}
+	m.configure(l) // a new device is learned afresh
 	m.down = false
 	m.isDown.Store(false)
 	m.publish()
@@ -640,10 +642,11 @@ type MemberSettings struct {
 	// Discards is false for a member without an Issuer: its share of every
 	// discard is skipped.
 	Discards bool
-	// InFlight is how many TRIMs the member has outstanding at most.
+	// InFlight is how many TRIMs the member has outstanding at most, as
+	// configured or learned.
 	InFlight int
 	// Exclusive means the member's TRIMs yield to its reads and writes
-	// (YieldToIO), for drives whose TRIM stalls other commands.
+	// (YieldToIO, or learned), for drives whose TRIM stalls other commands.
 	Exclusive bool
 	MaxLen    int64
 	MinGap    time.Duration
@@ -655,13 +658,14 @@ type MemberSettings struct {
 
 // Settings returns the settings member i runs with.
 func (e *Engine) Settings(i int) MemberSettings {
-	l := e.members[i].lane.Load()
+	m := e.members[i]
+	l := m.lane.Load()
 	s := MemberSettings{
 		Discards:  l.issuer != nil,
-		InFlight:  l.cfg.InFlight,
-		Exclusive: l.cfg.YieldToIO,
+		InFlight:  int(m.limit.Load()),
+		Exclusive: m.yield.Load(),
 		MaxLen:    l.cfg.MaxLen,
-		MinGap:    l.cfg.MinGap,
+		MinGap:    time.Duration(m.gap.Load()),
 		MaxDefer:  l.cfg.MaxDefer,
 		Async:     l.issuer != nil,
 	}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"uraid/discard/learn"
 	"uraid/internal/verify"
 	"uraid/mapping"
 )
@@ -38,6 +39,19 @@ type member struct {
 	lastEnd   time.Time // when the last TRIM finished, for MinGap
 	heldSince time.Time // when the I/O gate first held back the next TRIM
 	stats     counters
+	learner   *learn.Learner // nil: the member does not learn (Member.Learn)
+
+	// The pacing the lane runs by, configured or learned (learned.go):
+	// written under mu, read without it by the I/O path and steering.
+	yield    atomic.Bool  // TRIMs yield to reads and writes (exclusive)
+	limit    atomic.Int32 // TRIMs in flight at most
+	gap      atomic.Int64 // least time between TRIMs, ns
+	costIO   atomic.Int64 // measured clean read/write latency, ns (0: unknown)
+	costTrim atomic.Int64 // measured cost of a TRIM in flight to a read, ns (0: unknown)
+	learns   atomic.Bool  // learner != nil
+	// trimStarts counts TRIMs started, so that a read or write can tell
+	// whether one started while it ran.
+	trimStarts atomic.Uint64
 
 	// work and sleeping form the lane's wake handshake (as the ublk queue's):
 	// a waker sets work, then wakes the issuer only if it finds the lane
@@ -78,8 +92,12 @@ type lane struct {
 	// Guarded by the member's mu.
 	slots   []Issue[*Discard]
 	startAt []time.Time // when each slot's TRIM was issued
-	free    []int       // unused slot ids
-	exit    bool        // Revive replaces this lane: stop once nothing is in flight
+	// For the learner, per slot: the gap since the last TRIM ended when
+	// it was issued (negative: none before), and the TRIMs then in flight.
+	startGap  []time.Duration
+	startConc []int
+	free      []int // unused slot ids
+	exit      bool  // Revive replaces this lane: stop once nothing is in flight
 
 	// Owned by the lane goroutine: ids started this round, and done as a
 	// method value made once so that Wait does not allocate.
@@ -94,6 +112,7 @@ func newLane(m *member, cfg Member) *lane {
 		cfg: cfg, issuer: cfg.Issuer,
 		slots:    make([]Issue[*Discard], cfg.InFlight),
 		startAt:  make([]time.Time, cfg.InFlight),
+		startGap: make([]time.Duration, cfg.InFlight), startConc: make([]int, cfg.InFlight),
 		started:  make([]int, 0, cfg.InFlight),
 		finished: make(chan struct{}),
 	}
@@ -111,7 +130,23 @@ func newMember(e *Engine, idx int, cfg Member) *member {
 	m.lane.Store(l)
 	m.q = NewQueue[*Discard](l.cfg.MaxLen, l.cfg.Granularity)
 	m.cond.L = &m.mu
+	m.configure(l)
 	return m
+}
+
+// configure sets the member's pacing from lane l's configuration, and its
+// learner from the configuration's prior; mu held or the member unshared.
+func (m *member) configure(l *lane) {
+	m.yield.Store(l.cfg.YieldToIO)
+	m.limit.Store(int32(l.cfg.InFlight))
+	m.gap.Store(int64(l.cfg.MinGap))
+	m.costIO.Store(0)
+	m.costTrim.Store(0)
+	m.learner = nil
+	if l.cfg.Learn && l.issuer != nil {
+		m.learner = learn.New(l.cfg.YieldToIO, l.cfg.InFlight)
+	}
+	m.learns.Store(m.learner != nil)
 }
 
 // discards reports whether the member has an issuer.
@@ -235,16 +270,17 @@ func (m *member) fill(l *lane, now time.Time) (wait time.Duration, release bool)
 			m.heldSince = time.Time{} // writes may have cancelled what was held
 			return -1, release
 		}
-		if len(l.free) == 0 {
+		gap, limit := m.pacing(l)
+		if len(l.free) == 0 || m.q.InFlight() >= limit {
 			return -1, release
 		}
-		if cfg.MinGap > 0 && !m.lastEnd.IsZero() {
-			if d := m.lastEnd.Add(cfg.MinGap).Sub(now); d > 0 {
+		if gap > 0 && !m.lastEnd.IsZero() {
+			if d := m.lastEnd.Add(gap).Sub(now); d > 0 {
 				return d, release
 			}
 		}
 		m.busy.Add(1)
-		if cfg.YieldToIO && m.urgent == 0 && m.readers == nil && m.io.Load() > 0 {
+		if m.yield.Load() && m.urgent == 0 && m.readers == nil && m.io.Load() > 0 {
 			if m.heldSince.IsZero() {
 				m.heldSince = now
 			}
@@ -256,6 +292,14 @@ func (m *member) fill(l *lane, now time.Time) (wait time.Duration, release bool)
 		m.heldSince = time.Time{}
 		id := l.free[len(l.free)-1]
 		l.free = l.free[:len(l.free)-1]
+		switch {
+		case m.q.InFlight() > 0:
+			l.startGap[id] = 0 // beside another TRIM: no rest at all
+		case m.lastEnd.IsZero():
+			l.startGap[id] = -1
+		default:
+			l.startGap[id] = now.Sub(m.lastEnd)
+		}
 		is := &l.slots[id]
 		popped := false
 		for t := m.readers; t != nil && !popped; t = t.next {
@@ -266,6 +310,8 @@ func (m *member) fill(l *lane, now time.Time) (wait time.Duration, release bool)
 		}
 		m.stats.issued++
 		m.stats.issuedBytes += is.Len
+		m.trimStarts.Add(1)
+		l.startConc[id] = m.q.InFlight()
 		l.startAt[id] = now
 		l.started = append(l.started, id)
 		m.publish()
@@ -295,10 +341,22 @@ func (m *member) finish(l *lane, id int, err error) {
 		m.stats.errors++
 		m.e.failedTrim(is.Seqs) // no discard with a piece in it counts as trimmed
 	}
+	var learned Learned
+	changed := false
+	if m.learner != nil && err == nil && !l.exit {
+		changed = m.learner.ObserveTrim(learn.TrimSample{Bytes: is.Len, Took: took, Gap: l.startGap[id], InFlight: l.startConc[id]})
+		m.applyDecision(l)
+		if changed && m.e.onLearned != nil {
+			learned, _ = m.learned()
+		}
+	}
 	m.publish()
 	resume := m.unpark()
 	m.cond.Broadcast() // Drain
 	m.mu.Unlock()
+	if changed && m.e.onLearned != nil {
+		m.e.onLearned(m.idx, learned)
+	}
 	if err != nil && m.e.onError != nil {
 		m.e.onError(mapping.Extent{Member: m.idx, Offset: is.Off, Length: is.Len}, err)
 	}

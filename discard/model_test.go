@@ -192,7 +192,7 @@ func (r *modelRun) run(g int, ops []modelOp) {
 					buf[k] = op.val
 				}
 				_, err := r.devs[rg.Member].WriteAt(buf, rg.Offset)
-				r.e.EndWrite(w, j)
+				r.e.EndWriteTook(w, j, time.Duration(j+1)*time.Microsecond) // fed to a learning member
 				if err != nil {
 					r.fail("op %d: %v", i, err)
 				}
@@ -252,7 +252,7 @@ func (r *modelRun) run(g int, ops []modelOp) {
 				if ok {
 					ok = r.checkRead(i, base+x, rd.Pick(j).Member, &st[x])
 				}
-				r.e.EndRead(rd, j)
+				r.e.EndReadTook(rd, j, time.Duration(j+1)*time.Microsecond)
 			}
 			if !ok {
 				return
@@ -393,6 +393,8 @@ func TestEngineModel(t *testing.T) {
 				YieldToIO:   rapid.Bool().Draw(t, "yield"),
 				MaxDefer:    time.Millisecond,
 				MinGap:      time.Duration(rapid.IntRange(0, 1).Draw(t, "mingap")) * time.Millisecond,
+				// Learning only paces: the rules must hold whatever it decides.
+				Learn: rapid.Bool().Draw(t, "learn"),
 			})
 		}
 		e, err := New(Config{Mode: mode, Members: members, Clock: clk, OnTrimmed: r.trimmed})

@@ -51,7 +51,8 @@ type Ticket struct {
 type Read struct {
 	Ticket
 	Pieces []mapping.Piece
-	picks  []int // per piece, the copy being read; -1 before BeginRead, or with no copy left
+	picks  []int    // per piece, the copy being read; -1 before BeginRead, or with no copy left
+	marks  []uint64 // per piece, its member's TRIMs when the read began (Engine.ioMark)
 }
 
 // Reset empties r for a new request, keeping its memory.
@@ -82,7 +83,8 @@ func (r *Read) HasPick(i int) bool { return i < len(r.picks) && r.picks[i] >= 0 
 type Write struct {
 	Ticket
 	Extents []mapping.Extent
-	gated   []bool // which extents raised their member's I/O gate
+	gated   []bool   // which extents raised their member's I/O gate
+	marks   []uint64 // per extent, its member's TRIMs when the write began
 }
 
 // Reset empties w for a new request, keeping its memory.

@@ -16,6 +16,7 @@ import (
 	"uraid/array"
 	"uraid/daemon"
 	"uraid/discard"
+	"uraid/discard/learn"
 	"uraid/mapping"
 	"uraid/monitor"
 	"uraid/raid"
@@ -65,7 +66,11 @@ func goldenStatus() daemon.Status {
 						InFlight: 1, Issued: 2, IssuedBytes: 133169152, Completed: 2, Errors: 0, Merged: 1,
 						CancelledBytes: 4096, Latency: discard.Latency{P50: 180, P99: 950, Max: 1200}}},
 				{Path: "/dev/sdb", Index: 1, State: "rebuilding", Replacement: "/dev/sdc", Kind: "block",
-					SizeBytes: 1 << 30, DiscardGranularity: 4096, TrimExclusive: true, TrimInFlight: 1},
+					SizeBytes: 1 << 30, DiscardGranularity: 4096, TrimExclusive: true, TrimInFlight: 1, TrimGapMS: 32,
+					TrimLearned: &array.TrimLearned{Decision: learn.Decision{Exclusive: true, InFlight: 1, Gap: 32 * time.Millisecond, GapMS: 32,
+						Basis: learn.Basis{IOCleanUS: 180, IOCleanN: 400, IOOverlappedUS: 41000, IOOverlappedN: 12, Trims: 96, TrimUS: 2100,
+							TrimIsolatedUS: 1100, TrimBackToBackUS: 98000, SerialSlope: 0.93, Probes: 2, Changes: 3}},
+						Overridden: []string{"exclusive overridden by --trim-exclusive"}}},
 			},
 			Discard: array.DiscardTotals{Requests: 2, Bytes: 266338304, MemberRanges: 8, ParkedReads: 3, ParkedWrites: 4},
 			Regions: &array.RegionCounts{Regions: 32, RegionBytes: 64 << 20, InSync: 28, Dirty: 2, Trimmed: 1, NeedResync: 1},

@@ -34,9 +34,9 @@ type serveFlags struct {
 func (f *serveFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.discard, "discard", "sync", "when a discard completes: sync (once every member trimmed) or async (once queued on every member)")
-	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some; 0 or\nunset: 1 for files and exclusive members, 4 for other block devices")
-	fl.Var(&f.exclusive, "trim-exclusive", "members whose TRIMs stall their reads and writes, e.g. a SATA SSD behind a USB or SAS\nbridge: they run one TRIM at a time (unless --trim-inflight says otherwise) and let reads\nand writes go first. Rotational members and members on a SATA/ATA port are detected\nwithout it")
-	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs")
+	fl.StringVar(&f.inflight, "trim-inflight", "", "TRIMs each member runs at once: N for every member, or MEMBER=N,... for some; 0 or\nunset: learned, starting from 1 for files and exclusive members, 4 for other block\ndevices. Set, it overrides what is learned")
+	fl.Var(&f.exclusive, "trim-exclusive", "members whose TRIMs stall their reads and writes, e.g. a SATA SSD behind a USB or SAS\nbridge: they run one TRIM at a time (unless --trim-inflight says otherwise) and let reads\nand writes go first. Without it exclusivity is learned by measurement, starting from\nrotational members and members on a SATA/ATA port. Set, it overrides what is learned")
+	fl.DurationVar(&f.minGap, "trim-gap", 0, "least time between two TRIMs on one member, for drives that penalise back-to-back TRIMs;\n0: learned by measurement. Set, it overrides what is learned")
 	fl.IntVar(&f.queues, "queues", daemon.DefaultQueues, "ublk queues (0: one per CPU)")
 	fl.IntVar(&f.depth, "depth", daemon.DefaultDepth, "requests in flight per queue")
 	fl.StringVar(&f.metrics, "metrics-listen", "", "also serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9105 (default: off;\nthey are always on the control socket)")

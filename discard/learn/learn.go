@@ -1,0 +1,555 @@
+package learn
+
+import (
+	"math"
+	"time"
+)
+
+// Thresholds. Latencies are compared as ratios of decayed geometric means
+// (log2 of nanoseconds), plus an absolute excess so that a fast member's
+// microseconds of jitter never count as a stall. Each pair of thresholds
+// (enter, leave) is a factor of two apart: a mean that sits between them
+// keeps the decision it has.
+const (
+	// A read or write that overlaps a TRIM is a stall when its mean is at
+	// least StallEnter times the clean mean and StallExcessEnter more;
+	// exclusivity ends when it falls below StallLeave times or
+	// StallExcessLeave more.
+	StallEnter       = 3.0
+	StallLeave       = 1.5
+	StallExcessEnter = time.Millisecond
+	StallExcessLeave = 500 * time.Microsecond
+	// MinOverlapped and MinClean samples are needed before exclusivity is
+	// judged; ExclusiveEnterRuns (ExclusiveLeaveRuns) TRIM completions in a
+	// row, each with a fresh overlapped sample, must agree to change it.
+	MinOverlapped      = 4
+	MinClean           = 8
+	ExclusiveEnterRuns = 2
+	ExclusiveLeaveRuns = 8
+
+	// A gap bucket is penalized when its TRIMs take PenaltyEnter times the
+	// best bucket's and PenaltyExcessEnter more, and stays so until they
+	// fall below PenaltyLeave times or PenaltyExcessLeave more. MinGapSamples
+	// samples make a bucket known; GapRuns evaluations in a row must agree
+	// on a new gap.
+	PenaltyEnter       = 4.0
+	PenaltyLeave       = 2.0
+	PenaltyExcessEnter = time.Millisecond
+	PenaltyExcessLeave = 250 * time.Microsecond
+	MinGapSamples      = 3
+	GapRuns            = 2
+
+	// The member serializes its TRIMs when their latency grows with the
+	// number in flight with a log-log slope of at least SerialEnter (1 is
+	// strictly linear: each waits for those ahead), and stops when it falls
+	// to SerialLeave. MinConcSamples at one in flight and as many at more
+	// are needed; SerialRuns (SerialLeaveRuns) evaluations in a row, each
+	// after a new TRIM beside others, must agree.
+	SerialEnter     = 0.7
+	SerialLeave     = 0.4
+	MinConcSamples  = 8
+	SerialRuns      = 3
+	SerialLeaveRuns = 2 // leaving rests on probes, one in ProbeEvery TRIMs
+
+	// ProbeEvery TRIMs, one runs as the decision forbids (at the highest
+	// penalized gap, or one more in flight), or, while only back-to-back
+	// TRIMs of a millisecond or more were ever seen, after a rest of the
+	// longest gap bucket (1.024 s), so that what the decision hides is
+	// measured again.
+	ProbeEvery = 32
+)
+
+// Smoothing weights of the decayed means: a new sample moves a mean by this
+// fraction of its distance (by 1/n for the first samples, so that a fresh
+// mean is a plain average).
+const (
+	alphaClean = 1.0 / 32 // the clean baseline: slow, it is the reference
+	alphaOver  = 1.0 / 4  // overlapped I/O: quick to see a stall
+	alphaGap   = 1.0 / 8
+	alphaConc  = 1.0 / 8
+	alphaTrim  = 1.0 / 8
+	alphaSize  = 1.0 / 8
+	// A probe's sample is rare, so each counts for more: a quarter for
+	// concurrency, whose differences are small next to the noise; half for
+	// a gap, whose penalties are many times the noise.
+	alphaProbe    = 1.0 / 4
+	alphaGapProbe = 1.0 / 2
+	sampleWeight  = 1 << 20 // counts stop growing here, harmlessly
+)
+
+// Buckets. Gap bucket 0 is back to back (under gapUnit); bucket k>0 holds
+// gaps in [gapUnit<<(k-1), gapUnit<<k); the last holds every longer gap and
+// the member's first TRIM. A learned gap is always a bucket's lower edge.
+const (
+	gapUnit     = 250 * time.Microsecond
+	GapBuckets  = 14
+	ConcBuckets = 8 // 1..8 TRIMs in flight at a TRIM's start; more count as 8
+	SizeBuckets = 12
+	sizeUnit    = 4096 // size bucket k>0: [4 KiB<<(2(k-1)), 4 KiB<<(2k)): by fours
+)
+
+// TrimSample is one completed TRIM.
+type TrimSample struct {
+	Bytes int64
+	Took  time.Duration
+	// Gap is the time from the end of the member's previous TRIM to this
+	// one's start; negative when there was none.
+	Gap time.Duration
+	// InFlight is how many TRIMs were in flight when it started, itself
+	// included (1: alone). A TRIM that started beside another had no gap.
+	InFlight int
+}
+
+// IOSample is one completed member read or write.
+type IOSample struct {
+	Took time.Duration
+	// Overlapped is true when a TRIM was in flight on the member at some
+	// point between the I/O's start and its end.
+	Overlapped bool
+}
+
+// Decision is how the member is trimmed, and why.
+type Decision struct {
+	Exclusive bool          `json:"exclusive"`
+	InFlight  int           `json:"inflight"`
+	Gap       time.Duration `json:"-"`
+	GapMS     float64       `json:"gap_ms"`
+	Basis     Basis         `json:"basis"`
+}
+
+// Basis is what a decision was taken on: decayed geometric means in
+// microseconds (0: not measured yet) and sample counts.
+type Basis struct {
+	IOCleanUS      int64  `json:"io_clean_us"`
+	IOCleanN       uint64 `json:"io_clean_samples"`
+	IOOverlappedUS int64  `json:"io_overlapped_us"`
+	IOOverlappedN  uint64 `json:"io_overlapped_samples"`
+	Trims          uint64 `json:"trims"`
+	TrimUS         int64  `json:"trim_us"`
+	// TrimIsolatedUS is the best gap bucket's TRIM latency, TrimBackToBackUS
+	// back-to-back TRIMs'.
+	TrimIsolatedUS   int64 `json:"trim_isolated_us"`
+	TrimBackToBackUS int64 `json:"trim_back_to_back_us"`
+	// TrimByGapUS is TRIM latency per gap bucket (bucket k: gaps from
+	// 0.25 ms << (k-1)); TrimByInFlightUS per number in flight at the start
+	// (1..8); TrimBySizeUS per size bucket (bucket k: from 4 KiB << 2(k-1)).
+	TrimByGapUS      [GapBuckets]int64  `json:"trim_by_gap_us"`
+	TrimByInFlightUS [ConcBuckets]int64 `json:"trim_by_inflight_us"`
+	TrimBySizeUS     [SizeBuckets]int64 `json:"trim_by_size_us"`
+	// SerialSlope is how TRIM latency grows with the TRIMs in flight
+	// (log-log: 1 serialized, 0 parallel); NaN-free, 0 until measured.
+	SerialSlope float64 `json:"serial_slope"`
+	// Probes counts the TRIMs run against the decision to check it.
+	Probes uint64 `json:"probes"`
+	// Changes counts the decisions changed since the member was set up.
+	Changes uint64 `json:"changes"`
+}
+
+// mean is a decayed mean of log2 latency in nanoseconds.
+type mean struct {
+	log2 float64
+	n    uint64
+}
+
+func (m *mean) add(d time.Duration, alpha float64) {
+	x := math.Log2(float64(max(d, time.Nanosecond)))
+	if m.n < sampleWeight {
+		m.n++
+	}
+	w := max(1/float64(m.n), alpha)
+	m.log2 += w * (x - m.log2)
+}
+
+func (m *mean) known(n uint64) bool { return m.n >= n }
+
+func (m *mean) dur() time.Duration {
+	if m.n == 0 {
+		return 0
+	}
+	return time.Duration(math.Exp2(m.log2))
+}
+
+func (m *mean) us() int64 {
+	if m.n == 0 {
+		return 0
+	}
+	return max(int64(math.Round(math.Exp2(m.log2)/float64(time.Microsecond))), 1)
+}
+
+// Learner learns one member. The zero value is not ready: use New.
+type Learner struct {
+	priorExclusive bool
+	limit          int // the configured in-flight limit: never exceeded
+
+	clean, over mean
+	freshOver   int // overlapped samples since the last TRIM
+	trim        mean
+	gap         [GapBuckets]mean
+	penalized   [GapBuckets]bool
+	conc        [ConcBuckets]mean
+	size        [SizeBuckets]mean
+
+	exclusive bool
+	exRuns    int
+	serial    bool
+	serRuns   int
+	freshConc bool // a TRIM beside others since the last judgement
+	slope     float64
+	gapK      int // learned gap bucket: gap = its lower edge
+	top       int // the highest penalized gap bucket, -1: none
+	gapCand   int
+	gapRuns   int
+
+	trims      uint64
+	sinceProbe int
+	sinceSolo  int // TRIMs since one ran alone
+	probes     uint64
+	changes    uint64
+}
+
+// New returns a learner whose decision starts as the prior: exclusive as
+// detected from what the member is, limit TRIMs in flight (also the most
+// it will ever allow), no gap.
+func New(exclusive bool, limit int) *Learner {
+	l := &Learner{}
+	l.Reset(exclusive, limit)
+	return l
+}
+
+// Reset forgets everything measured and starts again from the prior.
+func (l *Learner) Reset(exclusive bool, limit int) {
+	*l = Learner{priorExclusive: exclusive, limit: max(limit, 1), exclusive: exclusive, top: -1}
+}
+
+// ObserveIO records one member read or write.
+func (l *Learner) ObserveIO(s IOSample) {
+	if s.Overlapped {
+		l.over.add(s.Took, alphaOver)
+		l.freshOver++
+		return
+	}
+	l.clean.add(s.Took, alphaClean)
+}
+
+func gapBucket(g time.Duration) int {
+	if g < 0 {
+		return GapBuckets - 1
+	}
+	k := 0
+	for k < GapBuckets-1 && g >= gapEdge(k+1) {
+		k++
+	}
+	return k
+}
+
+// gapEdge is the lower edge of gap bucket k.
+func gapEdge(k int) time.Duration {
+	if k == 0 {
+		return 0
+	}
+	return gapUnit << (k - 1)
+}
+
+func sizeBucket(n int64) int {
+	k := 0
+	for k < SizeBuckets-1 && n >= sizeUnit<<(2*k) {
+		k++
+	}
+	return k
+}
+
+// ObserveTrim records one completed TRIM, revises the decision and reports
+// whether it changed.
+func (l *Learner) ObserveTrim(s TrimSample) (changed bool) {
+	l.trims++
+	l.sinceProbe++
+	l.sinceSolo++
+	l.trim.add(s.Took, alphaTrim)
+	l.size[sizeBucket(s.Bytes)].add(s.Took, alphaSize)
+	c := min(max(s.InFlight, 1), ConcBuckets)
+	if c == 1 {
+		l.sinceSolo = 0
+	}
+	if alpha := alphaConc; c > 1 {
+		if l.serial {
+			alpha = alphaProbe // rare now: each counts for more
+		}
+		l.conc[c-1].add(s.Took, alpha)
+		l.freshConc = true
+	} else {
+		l.conc[0].add(s.Took, alphaConc)
+	}
+	if l.serial && c > 1 {
+		// Only probes run more than one TRIM now, one more at a time: what
+		// was measured deeper can never be refreshed, and must not hold
+		// the decision.
+		for k := c; k < ConcBuckets; k++ {
+			l.conc[k] = mean{}
+		}
+	}
+	gap := s.Gap
+	if c > 1 {
+		gap = 0
+	}
+	k := gapBucket(gap)
+	if l.gapK > 0 && k < l.gapK {
+		l.gap[k].add(s.Took, alphaGapProbe) // a probe, or a bisection step
+	} else {
+		l.gap[k].add(s.Took, alphaGap)
+	}
+	if (l.gapK > 0 && k < l.gapK) || c > l.Limit() || (l.gapK == 0 && k == GapBuckets-1) {
+		// The decision forbade this TRIM (a probe), or it was isolated.
+		l.sinceProbe = 0
+		l.probes++
+	}
+	before := l.Decision()
+	l.judgeExclusive()
+	l.judgeSerial()
+	l.judgeGap()
+	after := l.Decision()
+	if before.Exclusive != after.Exclusive || before.InFlight != after.InFlight || before.Gap != after.Gap {
+		l.changes++
+		return true
+	}
+	return false
+}
+
+// judgeExclusive revises exclusivity from overlapped against clean I/O, once
+// per TRIM that brought a fresh overlapped sample.
+func (l *Learner) judgeExclusive() {
+	fresh := l.freshOver > 0
+	l.freshOver = 0
+	if !fresh || !l.over.known(MinOverlapped) || !l.clean.known(MinClean) {
+		return
+	}
+	ratio := math.Exp2(l.over.log2 - l.clean.log2)
+	excess := l.over.dur() - l.clean.dur()
+	var vote bool
+	need := ExclusiveEnterRuns
+	if l.exclusive {
+		vote, need = ratio < StallLeave || excess < StallExcessLeave, ExclusiveLeaveRuns
+	} else {
+		vote = ratio >= StallEnter && excess >= StallExcessEnter
+	}
+	if !vote {
+		l.exRuns = 0
+		return
+	}
+	if l.exRuns++; l.exRuns >= need {
+		l.exclusive, l.exRuns = !l.exclusive, 0
+	}
+}
+
+// judgeSerial revises the in-flight limit from TRIM latency against the
+// number in flight.
+func (l *Learner) judgeSerial() {
+	fresh := l.freshConc
+	l.freshConc = false
+	if l.limit == 1 || !fresh || !l.conc[0].known(MinConcSamples) {
+		return
+	}
+	var num, den float64
+	var n uint64
+	for c := 2; c <= ConcBuckets; c++ {
+		m := &l.conc[c-1]
+		if m.n == 0 {
+			continue
+		}
+		w := float64(min(m.n, 16))
+		num += w * (m.log2 - l.conc[0].log2)
+		den += w * math.Log2(float64(c))
+		n += m.n
+	}
+	if n < MinConcSamples || den == 0 {
+		return
+	}
+	l.slope = num / den
+	vote := l.slope >= SerialEnter
+	if l.serial {
+		vote = l.slope <= SerialLeave
+	}
+	if !vote {
+		l.serRuns = 0
+		return
+	}
+	need := SerialRuns
+	if l.serial {
+		need = SerialLeaveRuns
+	}
+	if l.serRuns++; l.serRuns >= need {
+		l.serial, l.serRuns = !l.serial, 0
+	}
+}
+
+// judgeGap revises the gap. A penalty falls as the gap grows, so the gap
+// is the lower edge of the first known bucket above the highest penalized
+// one, and no gap at all while no bucket is penalized. Buckets are judged
+// against the best (the least latency) with hysteresis.
+func (l *Learner) judgeGap() {
+	best := -1
+	for k := range l.gap {
+		if l.gap[k].known(MinGapSamples) && (best < 0 || l.gap[k].log2 < l.gap[best].log2) {
+			best = k
+		}
+	}
+	if best < 0 {
+		return
+	}
+	for k := range l.gap {
+		m := &l.gap[k]
+		if k >= best || !m.known(MinGapSamples) {
+			// A penalty falls as the gap grows: a bucket above the best
+			// is not penalized, whatever stale or size-skewed figure it
+			// holds.
+			l.penalized[k] = false
+			continue
+		}
+		ratio := math.Exp2(m.log2 - l.gap[best].log2)
+		excess := m.dur() - l.gap[best].dur()
+		if l.penalized[k] {
+			l.penalized[k] = ratio >= PenaltyLeave && excess >= PenaltyExcessLeave
+		} else {
+			l.penalized[k] = ratio >= PenaltyEnter && excess >= PenaltyExcessEnter
+		}
+	}
+	if top := l.top; top >= 0 && !l.penalized[top] && l.gap[top].known(MinGapSamples) {
+		// The highest penalized gap is no longer punished: what was
+		// measured below it is stale. Forget it and measure again.
+		for k := range top {
+			l.gap[k], l.penalized[k] = mean{}, false
+		}
+	}
+	l.top = -1
+	for k := GapBuckets - 1; k >= 0 && l.top < 0; k-- {
+		if l.penalized[k] {
+			l.top = k
+		}
+	}
+	cand := 0
+	if l.top >= 0 { // below best, so cand stays within the buckets
+		cand = l.top + 1
+		for cand < GapBuckets-1 && !(l.gap[cand].known(MinGapSamples) && !l.penalized[cand]) {
+			cand++
+		}
+	}
+	if cand == l.gapK {
+		l.gapRuns = 0
+		return
+	}
+	if cand != l.gapCand {
+		l.gapCand, l.gapRuns = cand, 0
+	}
+	if l.gapRuns++; l.gapRuns >= GapRuns {
+		l.gapK, l.gapRuns = cand, 0
+	}
+}
+
+// exploreGap is the rest that makes a TRIM isolated: the longest gap bucket.
+func exploreGap() time.Duration { return gapEdge(GapBuckets - 1) }
+
+// Limit is the in-flight limit decided, without probes.
+func (l *Learner) Limit() int {
+	if l.serial {
+		return 1
+	}
+	return l.limit
+}
+
+// Gap is the gap decided, without probes.
+func (l *Learner) Gap() time.Duration { return gapEdge(l.gapK) }
+
+// Exclusive reports whether the member's TRIMs stall its reads and writes.
+func (l *Learner) Exclusive() bool { return l.exclusive }
+
+// Next is how the next TRIM to start is paced: the least gap since the last
+// TRIM ended and the most TRIMs in flight. When ProbeEvery TRIMs ran beside
+// others, the next runs alone, so that the reference of the in-flight
+// judgement stays measured under a flood. While the buckets between the
+// highest penalized gap and the decided one are unknown, every TRIM rests
+// halfway between (a bisection: a few TRIMs find the gap). Every ProbeEvery
+// TRIMs it relaxes the decision once (a probe: the highest penalized gap,
+// one more in flight), or, while no TRIM but back-to-back ones was ever
+// measured and those take long enough to hide a penalty
+// (PenaltyExcessEnter), asks for a long rest, so that a reference is
+// measured.
+func (l *Learner) Next() (gap time.Duration, limit int) {
+	gap, limit = l.Gap(), l.Limit()
+	if limit > 1 && l.sinceSolo >= ProbeEvery {
+		// A flood keeps every slot busy, and a TRIM alone is the reference
+		// concurrency is judged against: let one run alone.
+		return gap, 1
+	}
+	if l.gapK > 0 && l.top >= 0 && l.gapK-l.top >= 2 {
+		gap = gapEdge(l.top + (l.gapK-l.top)/2)
+	}
+	if l.sinceProbe < ProbeEvery {
+		return gap, limit
+	}
+	if limit < l.limit {
+		limit++
+	}
+	switch {
+	case l.gapK > 0 && l.top >= 0:
+		gap = gapEdge(l.top)
+	case l.gapK == 0 && l.knownAbove(1) == 0 && l.gap[0].dur() >= PenaltyExcessEnter:
+		// Back-to-back TRIMs slow enough to hide a penalty, and nothing
+		// to compare them with.
+		gap = exploreGap()
+	}
+	return gap, limit
+}
+
+// knownAbove counts the known gap buckets from k up.
+func (l *Learner) knownAbove(k int) int {
+	n := 0
+	for ; k < GapBuckets; k++ {
+		if l.gap[k].known(MinGapSamples) {
+			n++
+		}
+	}
+	return n
+}
+
+// Decision is the current decision with its basis.
+func (l *Learner) Decision() Decision {
+	d := Decision{Exclusive: l.exclusive, InFlight: l.Limit(), Gap: l.Gap()}
+	d.GapMS = float64(d.Gap) / float64(time.Millisecond)
+	b := &d.Basis
+	b.IOCleanUS, b.IOCleanN = l.clean.us(), l.clean.n
+	b.IOOverlappedUS, b.IOOverlappedN = l.over.us(), l.over.n
+	b.Trims, b.TrimUS = l.trims, l.trim.us()
+	b.TrimBackToBackUS = l.gap[0].us()
+	best := -1
+	for k := range l.gap {
+		b.TrimByGapUS[k] = l.gap[k].us()
+		if l.gap[k].known(MinGapSamples) && (best < 0 || l.gap[k].log2 < l.gap[best].log2) {
+			best = k
+		}
+	}
+	if best >= 0 {
+		b.TrimIsolatedUS = l.gap[best].us()
+	}
+	for c := range l.conc {
+		b.TrimByInFlightUS[c] = l.conc[c].us()
+	}
+	for k := range l.size {
+		b.TrimBySizeUS[k] = l.size[k].us()
+	}
+	b.SerialSlope = l.slope
+	b.Probes, b.Changes = l.probes, l.changes
+	return d
+}
+
+// Costs are what the learner expects a read to wait on the member, for
+// steering: IO is a clean read or write's latency, Trim what one TRIM in
+// flight adds to a read that overlaps it (0: unknown).
+func (l *Learner) Costs() (io, trim time.Duration) {
+	io = l.clean.dur()
+	switch {
+	case l.exclusive:
+		trim = l.trim.dur()
+	case l.over.known(MinOverlapped) && l.clean.known(MinClean):
+		trim = max(l.over.dur()-l.clean.dur(), 0)
+	}
+	return io, trim
+}

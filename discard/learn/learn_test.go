@@ -1,0 +1,256 @@
+package learn
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// member is a synthetic member: how long its TRIMs and I/O take.
+type member struct {
+	trim     time.Duration // an isolated TRIM alone
+	io       time.Duration // a clean read or write
+	stallsIO bool          // I/O overlapped by a TRIM waits for it
+	serial   bool          // TRIMs in flight wait for one another
+	penalty  time.Duration // added to a TRIM that starts less than gap after the last
+	gap      time.Duration
+	noise    float64 // every latency is scaled by a factor in [1/noise, noise]
+}
+
+// world drives a Learner the way a lane does: each TRIM starts as Next
+// allows (a gap at least as long as asked, at most as many in flight), and
+// the workload adds rest and I/O around it.
+type world struct {
+	t      *rapid.T
+	l      *Learner
+	m      member
+	flood  bool // the queue never empties: TRIMs go as soon as allowed
+	steady bool // with flood: every TRIM starts with as many in flight as allowed
+	n      int
+}
+
+func (w *world) jitter(d time.Duration, label string) time.Duration {
+	if w.m.noise <= 1 {
+		return d
+	}
+	e := rapid.Float64Range(-1, 1).Draw(w.t, label)
+	return time.Duration(float64(d) * math.Pow(w.m.noise, e))
+}
+
+// step runs one TRIM with its I/O and reports whether the decision changed.
+func (w *world) step() bool {
+	w.n++
+	gap, limit := w.l.Next()
+	rest := gap
+	if !w.flood {
+		rest += time.Duration(rapid.Int64Range(0, int64(2*time.Second)).Draw(w.t, "rest"))
+	}
+	// A flood comes in bursts (the lane fills its slots one after another)
+	// or, steady, keeps every slot it may use busy.
+	inflight := 1
+	switch {
+	case w.flood && w.steady:
+		inflight = limit
+	case w.flood:
+		inflight = 1 + w.n%limit
+	}
+	if inflight > 1 {
+		rest = 0
+	}
+	took := w.m.trim
+	if w.m.serial {
+		took *= time.Duration(inflight)
+	}
+	if w.m.penalty > 0 && rest < w.m.gap {
+		took += w.m.penalty
+	}
+	took = w.jitter(took, "took")
+	size := rapid.Int64Range(4096, 64<<20).Draw(w.t, "size")
+	// Clean I/O between TRIMs, and one that overlaps this one.
+	for range 2 {
+		w.l.ObserveIO(IOSample{Took: w.jitter(w.m.io, "clean")})
+	}
+	over := w.m.io
+	if w.m.stallsIO {
+		over += took / 2
+	}
+	w.l.ObserveIO(IOSample{Took: w.jitter(over, "over"), Overlapped: true})
+	return w.l.ObserveTrim(TrimSample{Bytes: size, Took: took, Gap: rest, InFlight: inflight})
+}
+
+func drawNoise(t *rapid.T) float64 { return rapid.Float64Range(1, 2).Draw(t, "noise") }
+
+func fast(t *rapid.T) member {
+	return member{
+		trim:  time.Duration(rapid.Int64Range(int64(50*time.Microsecond), int64(5*time.Millisecond)).Draw(t, "trim")),
+		io:    time.Duration(rapid.Int64Range(int64(20*time.Microsecond), int64(2*time.Millisecond)).Draw(t, "io")),
+		noise: drawNoise(t),
+	}
+}
+
+// stallingTrim is the shortest TRIM whose stall is well above m's noise:
+// overlapped I/O at least four times clean I/O, and a millisecond more,
+// whatever the noise draws.
+func stallingTrim(m member) time.Duration {
+	return max(time.Duration(float64(4*time.Millisecond)*m.noise), time.Duration(8*float64(m.io)*m.noise*m.noise))
+}
+
+// A member whose TRIMs stall I/O is found exclusive within
+// ExclusiveEnterRuns+MinOverlapped-1 TRIMs of the first stalled I/O, and
+// stays exclusive.
+func TestSerializingMemberBecomesExclusive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := fast(t)
+		least := stallingTrim(m)
+		m.trim = time.Duration(rapid.Int64Range(int64(least), int64(least+200*time.Millisecond)).Draw(t, "trim"))
+		m.stallsIO = true
+		w := &world{t: t, l: New(false, 4), m: m, flood: rapid.Bool().Draw(t, "flood")}
+		for range MinClean {
+			w.l.ObserveIO(IOSample{Took: w.jitter(m.io, "warm")})
+		}
+		for w.step(); !w.l.Exclusive(); w.step() {
+			if w.n >= MinOverlapped+ExclusiveEnterRuns-1 {
+				t.Fatalf("not exclusive after %d TRIMs: %+v", w.n, w.l.Decision().Basis)
+			}
+		}
+		for range 300 {
+			w.step()
+			if !w.l.Exclusive() {
+				t.Fatalf("left exclusive at TRIM %d: %+v", w.n, w.l.Decision().Basis)
+			}
+		}
+	})
+}
+
+// A fast member never changes its decision under noise: no flip at all.
+func TestFastMemberNeverFlips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := fast(t)
+		w := &world{t: t, l: New(false, 4), m: m, flood: rapid.Bool().Draw(t, "flood")}
+		for range 1000 {
+			if w.step() {
+				t.Fatalf("decision changed at TRIM %d: %+v", w.n, w.l.Decision())
+			}
+		}
+		d := w.l.Decision()
+		if d.Exclusive || d.InFlight != 4 || d.Gap != 0 {
+			t.Fatalf("fast member learned %+v", d)
+		}
+	})
+}
+
+// A member that punishes back-to-back TRIMs learns a gap in (G/2, 2G]
+// within 500 TRIMs and keeps it at least 90% of the time after. A gap just
+// above a bucket's lower edge, with a workload that rarely rests that long,
+// makes that bucket look clean most of the time: the learner then drops the
+// gap and finds it again (a few penalized TRIMs), which the 10% and the
+// change count bound.
+func TestBackToBackPenaltyLearnsGap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := fast(t)
+		m.trim = time.Duration(rapid.Int64Range(int64(200*time.Microsecond), int64(2*time.Millisecond)).Draw(t, "trim"))
+		m.gap = time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(200*time.Millisecond)).Draw(t, "gap"))
+		m.penalty = time.Duration(rapid.Int64Range(int64(20*m.trim), int64(200*time.Millisecond)).Draw(t, "penalty"))
+		m.penalty = max(m.penalty, 10*time.Millisecond)
+		w := &world{t: t, l: New(false, 1), m: m, flood: rapid.Bool().Draw(t, "flood")}
+		changes, outside := 0, 0
+		for range 1500 {
+			if w.step() {
+				changes++
+			}
+			if g := w.l.Gap(); w.n > 500 && (g <= m.gap/2 || g > 2*m.gap) {
+				outside++
+			}
+		}
+		if outside > 100 {
+			t.Fatalf("gap outside (%v, %v] for %d of 1000 TRIMs, now %v: %+v", m.gap/2, 2*m.gap, outside, w.l.Gap(), w.l.Decision().Basis)
+		}
+		if changes > 80 {
+			t.Fatalf("%d changes: %+v", changes, w.l.Decision())
+		}
+	})
+}
+
+// TRIMs that serialize learn an in-flight limit of 1; parallel ones keep
+// the configured limit.
+func TestInFlightLimit(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := fast(t)
+		m.serial = rapid.Bool().Draw(t, "serial")
+		m.noise = rapid.Float64Range(1, 2).Draw(t, "noise")
+		limit := rapid.IntRange(2, 8).Draw(t, "limit")
+		w := &world{t: t, l: New(false, limit), m: m, flood: true, steady: rapid.Bool().Draw(t, "steady")}
+		for range 400 {
+			w.step()
+		}
+		want := limit
+		if m.serial {
+			want = 1
+		}
+		if got := w.l.Limit(); got != want {
+			t.Fatalf("limit %d, want %d: %+v", got, want, w.l.Decision().Basis)
+		}
+	})
+}
+
+// A member that changes is relearned within a bounded number of TRIMs: a
+// stalling member that stops stalling, a serializing one that goes
+// parallel, a penalized one that stops punishing, and back.
+func TestRelearn(t *testing.T) {
+	const bound = 1000
+	rapid.Check(t, func(t *rapid.T) {
+		m := fast(t)
+		m.noise = rapid.Float64Range(1, 2).Draw(t, "noise")
+		bad := m
+		bad.trim = max(m.trim, stallingTrim(m))
+		bad.stallsIO, bad.serial = true, true
+		bad.gap, bad.penalty = 20*time.Millisecond, 20*bad.trim
+		w := &world{t: t, l: New(false, 4), m: bad, flood: true}
+		for range 1000 {
+			w.step()
+		}
+		d := w.l.Decision()
+		if !d.Exclusive || d.InFlight != 1 || d.Gap == 0 {
+			t.Fatalf("misbehaving member learned %+v", d)
+		}
+		w.m = m
+		for n := 0; ; n++ {
+			d := w.l.Decision()
+			if !d.Exclusive && d.InFlight == 4 && d.Gap == 0 {
+				break
+			}
+			if n == bound {
+				t.Fatalf("not relearned after %d TRIMs: %+v", n, d)
+			}
+			w.step()
+		}
+		w.m = bad
+		for n := 0; ; n++ {
+			d := w.l.Decision()
+			if d.Exclusive && d.InFlight == 1 && d.Gap > 0 {
+				break
+			}
+			if n == bound {
+				t.Fatalf("misbehaviour not relearned after %d TRIMs: %+v", n, d)
+			}
+			w.step()
+		}
+	})
+}
+
+// Feeding a learner allocates nothing: the data path calls it.
+func TestObserveAllocatesNothing(t *testing.T) {
+	l := New(false, 4)
+	allocs := testing.AllocsPerRun(1000, func() {
+		l.ObserveIO(IOSample{Took: time.Millisecond, Overlapped: true})
+		l.ObserveIO(IOSample{Took: time.Millisecond})
+		l.ObserveTrim(TrimSample{Bytes: 1 << 20, Took: time.Millisecond, InFlight: 2})
+		l.Next()
+		l.Costs()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per observation", allocs)
+	}
+}
