@@ -65,13 +65,7 @@ func TestEngineConfigExclusive(t *testing.T) {
 			assert.False(t, cfg.Members[1].YieldToIO, "a setting for member 0 leaked to member 1")
 
 			// Status reports what the engine built from this configuration runs with.
-			e, err := discard.New(cfg)
-			require.NoError(t, err)
-			old := a.engine
-			a.engine = e
-			st := a.Status("", 0)
-			a.engine = old
-			require.NoError(t, e.Close())
+			st := statusWith(t, a, cfg)
 			assert.Equal(t, tt.inflight, st.Members[0].TrimInFlight, "status in flight")
 			assert.Equal(t, tt.exclusive, st.Members[0].TrimExclusive, "status exclusive")
 		})
@@ -183,13 +177,7 @@ func TestEngineConfigLearns(t *testing.T) {
 	assert.Equal(t, discard.KnobExclusive|discard.KnobGap, cfg.Members[0].Fixed)
 	assert.Equal(t, discard.KnobInFlight|discard.KnobGap, cfg.Members[1].Fixed)
 
-	e, err := discard.New(cfg)
-	require.NoError(t, err)
-	old := a.engine
-	a.engine = e
-	st := a.Status("", 0)
-	a.engine = old
-	require.NoError(t, e.Close())
+	st := statusWith(t, a, cfg)
 	js, err := json.Marshal(st.Members[0])
 	require.NoError(t, err)
 	var got struct {
@@ -229,4 +217,18 @@ func TestTrimLearnedEvent(t *testing.T) {
 	assert.Contains(t, e.Message, "exclusive true")
 	assert.Contains(t, e.Message, "90ms beside a TRIM vs 200µs clean")
 	assert.Contains(t, e.Message, "inflight overridden by --trim-inflight")
+}
+
+// statusWith is a's status as an engine built from cfg would have it report, a's own engine
+// left as it is afterwards.
+func statusWith(t *testing.T, a *Array, cfg discard.Config) Status {
+	t.Helper()
+	e, err := discard.New(cfg)
+	require.NoError(t, err)
+	old := a.engine
+	a.engine = e
+	st := a.Status("", 0)
+	a.engine = old
+	require.NoError(t, e.Close())
+	return st
 }
