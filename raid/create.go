@@ -80,13 +80,8 @@ type CreatePlan struct {
 	open     map[string]*Member // the members that exist, by path
 	toMake   []string           // member files to make
 	dataSize int64
-	saved    map[string][]byte // the metadata area of each existing member as it was
+	saved    map[string]*Metadata // the metadata area of each existing member as it was
 }
-
-// metadataArea is what Undo restores of an existing member: the superblock and the region map
-// the array writes after it, everything before the data. Create writes only the superblock;
-// the daemon's start writes the rest, so a start that fails is undone too.
-const metadataArea = DefaultDataOffset - SuperblockOffset
 
 // createFault, set only by tests, is asked before each write of a create (step: "make PATH" or
 // "superblock PATH") and fails that write when it returns an error, so that a test can stop a
@@ -200,13 +195,15 @@ func PlanCreate(o CreateOptions) (*CreatePlan, error) {
 		return fail(fmt.Errorf("%w: slot %d is missing along with every other copy of some of its data: level %s needs one copy of each byte; "+
 			"leave at most one slot of each mirror set missing (give a device for slot %d)", ErrBadGeometry, slot, o.Level.ShortName(), slot))
 	}
-	p := &CreatePlan{o: o, all: all, absent: absent, open: map[string]*Member{}, toMake: toMake, dataSize: dataSize, saved: map[string][]byte{}}
+	p := &CreatePlan{o: o, all: all, absent: absent, open: map[string]*Member{}, toMake: toMake, dataSize: dataSize, saved: map[string]*Metadata{}}
 	for _, m := range members {
-		buf := AlignedBytes(metadataArea)
-		if _, err := m.File.ReadAt(buf, SuperblockOffset); err != nil {
-			return fail(fmt.Errorf("member %s: read its metadata area to restore it should the create fail: %w", m.Path, err))
+		// Up to the data: create writes only the superblock, but the daemon's start writes the
+		// region map after it, so that a start that fails is undone too.
+		md, err := SaveMetadata(m, DefaultDataOffset)
+		if err != nil {
+			return fail(err)
 		}
-		p.open[m.Path], p.saved[m.Path] = m, buf
+		p.open[m.Path], p.saved[m.Path] = m, md
 	}
 	return p, nil
 }
@@ -245,10 +242,10 @@ func (p *CreatePlan) Abort() {
 type Created struct {
 	Members     []*Member
 	Superblocks []*Superblock
-	made        []string          // member files create made
-	dirs        []string          // directories create made for them, outermost first
-	saved       map[string][]byte // the metadata area of each member that existed
-	touched     map[string]bool   // the members of saved written to (undo restores only these)
+	made        []string             // member files create made
+	dirs        []string             // directories create made for them, outermost first
+	saved       map[string]*Metadata // the metadata area of each member that existed
+	touched     map[string]bool      // the members of saved written to (undo restores only these)
 }
 
 // Commit makes the missing member files and writes every superblock. When a write fails it undoes
@@ -354,10 +351,8 @@ func (c *Created) undo(open map[string]*Member) error {
 			}
 			defer m.Close()
 		}
-		if _, err := m.File.WriteAt(saved, SuperblockOffset); err != nil {
-			errs = append(errs, fmt.Errorf("member %s: restore its metadata area: %w", path, err))
-		} else if err := m.File.Sync(); err != nil {
-			errs = append(errs, fmt.Errorf("member %s: restore its metadata area: sync: %w", path, err))
+		if err := saved.Restore(m); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, path := range c.made {
