@@ -244,10 +244,16 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 			return "", fmt.Errorf("array %s: %w", a.Name, serr)
 		}
 	}
+	// Every check passed: what the add writes from here on is put back should it fail before
+	// the device serves.
+	saved, err := raid.SaveMetadata(m, int64(a.sb.DataOffset))
+	if err != nil {
+		m.Close()
+		return "", fmt.Errorf("array %s: %w", a.Name, err)
+	}
 	if readd >= 0 {
 		if err := a.startRebuild(readd, m, false, !unfinished && !before); err != nil {
-			a.release(m)
-			return "", err
+			return "", errors.Join(err, a.release(m, saved))
 		}
 		if unfinished {
 			return fmt.Sprintf("re-added as member %d: it left before its rebuild finished, so it is rebuilt whole", readd), nil
@@ -260,8 +266,7 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 	slot := a.emptySlot()
 	if slot < 0 {
 		if err := a.writeSpare(m); err != nil {
-			m.Close()
-			return "", err
+			return "", errors.Join(err, a.release(m, saved))
 		}
 		a.membersMu.Lock()
 		a.spares = append(a.spares, m)
@@ -269,8 +274,7 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "added as a spare", nil
 	}
 	if err := a.startRebuild(slot, m, false, false); err != nil {
-		a.release(m)
-		return "", err
+		return "", errors.Join(err, a.release(m, saved))
 	}
 	return fmt.Sprintf("added as member %d: rebuilding", slot), nil
 }
@@ -306,9 +310,13 @@ func (a *Array) ReplaceMember(old, new string, force bool) error {
 		m.Close()
 		return err
 	}
+	saved, err := raid.SaveMetadata(m, int64(a.sb.DataOffset))
+	if err != nil {
+		m.Close()
+		return fmt.Errorf("array %s: %w", a.Name, err)
+	}
 	if err := a.startRebuild(i, m, true, false); err != nil {
-		a.release(m)
-		return err
+		return errors.Join(err, a.release(m, saved))
 	}
 	return nil
 }
@@ -385,25 +393,37 @@ func (a *Array) writeSpare(m *raid.Member) error {
 	return raid.WriteSuperblock(m.File, &sb)
 }
 
-// release lets go of m after a rebuild onto it failed to start: it is closed, unless it took a
-// slot (its descriptor is the slot's now, and stays open with it) or is a replace's target
-// (requests may hold its descriptor; it closes with the array).
-func (a *Array) release(m *raid.Member) {
+// release lets go of m after an add, replace or spare's rebuild onto it failed to start. Unless it
+// took a slot (its descriptor is the slot's now, and stays open with it; the array holds it as a
+// failed member), its metadata area gets back what saved holds (nil: left as it is), and it is
+// closed, or kept until the array closes if it is a replace's target (requests may hold its
+// descriptor). The error is the restore's.
+func (a *Array) release(m *raid.Member, saved *raid.Metadata) error {
 	a.membersMu.Lock()
 	defer a.membersMu.Unlock()
 	if slices.Contains(a.members, m) {
-		return
+		return nil
+	}
+	var err error
+	if saved != nil {
+		err = saved.Restore(m)
 	}
 	for i, sh := range a.shadowMembers {
 		if sh == m {
 			a.shadowMembers[i] = nil
 			a.shadows[i].Store(nil)
 			a.retired = append(a.retired, m)
-			return
+			return err
 		}
 	}
 	m.Close()
+	return err
 }
+
+// claimFault, set only by tests, fails a device's claim of its slot (its superblock write, after
+// the region map was written to it) as a write error would, so that a test sees the add or
+// replace put the device back as it was.
+var claimFault func(path string) error
 
 // startRebuild puts m in slot i (or beside it, shadow) and starts the rebuild; adminMu held.
 func (a *Array) startRebuild(i int, m *raid.Member, shadow, onlyResync bool) error {
@@ -424,6 +444,11 @@ func (a *Array) startRebuild(i int, m *raid.Member, shadow, onlyResync bool) err
 		sb.MemberUUID = old.MemberUUID
 	}
 	claim := func() error {
+		if claimFault != nil {
+			if err := claimFault(m.Path); err != nil {
+				return fmt.Errorf("member %s: %w", m.Path, err)
+			}
+		}
 		if err := raid.WriteSuperblock(m.File, &sb); err != nil {
 			return fmt.Errorf("member %s: %w", m.Path, err)
 		}
@@ -858,6 +883,6 @@ func (a *Array) activateSpare(i int) {
 		Message: fmt.Sprintf("spare %s takes the place of member %d", sp.Path, i)})
 	if err := a.startRebuild(i, sp, false, false); err != nil {
 		a.log.Error("rebuild onto the spare failed to start", "member", i, "spare", sp.Path, "err", err)
-		a.release(sp)
+		a.release(sp, nil)
 	}
 }

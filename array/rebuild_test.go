@@ -2,6 +2,7 @@ package array
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -533,4 +534,48 @@ func TestCreatedDegraded(t *testing.T) {
 	assert.Equal(t, StateNameActive, m.a.Status("", 0).State)
 	require.NoError(t, m.a.FailMember(paths[1]))
 	m.readAll(want)
+}
+
+// TestFailedAddPutsTheDeviceBack: an add, a spare's add or a replace that fails after its first
+// write to the new device (the region map, then the claim that fails here) leaves the device
+// byte for byte as it was, a re-add's too.
+func TestFailedAddPutsTheDeviceBack(t *testing.T) {
+	claimFault = func(string) error { return errors.New("an injected write error") }
+	defer func() { claimFault = nil }()
+	sum := func(p string) [32]byte {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		return sha256.Sum256(b)
+	}
+	patterned := func(name string) string {
+		p := blank(t, name)
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteAt(bytes.Repeat([]byte{0x5A}, 2*mib), 4096) // the metadata area and past it
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		return p
+	}
+
+	m := newMirror(t)
+	require.NoError(t, m.a.FailMember(m.paths[0]))
+	require.NoError(t, m.a.RemoveMember(m.paths[0]))
+	dev := patterned("new")
+	before := sum(dev)
+	_, err := m.a.AddMember(dev, false)
+	require.ErrorContains(t, err, "an injected write error")
+	assert.Equal(t, before, sum(dev), "a failed add changed the device")
+
+	// The array kept its one member and takes the device once the fault is gone.
+	claimFault = nil
+	_, err = m.a.AddMember(dev, false)
+	require.NoError(t, err)
+	m.a.WaitSync()
+
+	claimFault = func(string) error { return errors.New("an injected write error") }
+	dev2 := patterned("new2")
+	before = sum(dev2)
+	err = m.a.ReplaceMember(m.paths[1], dev2, false)
+	require.ErrorContains(t, err, "an injected write error")
+	assert.Equal(t, before, sum(dev2), "a failed replace changed the device")
 }
