@@ -164,6 +164,7 @@ func scrapeMetrics(t *testing.T, addr string) map[string]*dto.MetricFamily {
 		out, err := cmd.CombinedOutput()
 		assert.NoError(t, err, "promtool check metrics: %s", out)
 		assert.Empty(t, string(out))
+		t.Logf("%s check metrics: no problems", tool)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
