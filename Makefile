@@ -107,7 +107,7 @@ test-robust:
 # missed by 25 seeds once in 500 runs), and the 20-minute deadline bounds the worst case (a
 # process alone does about 500 requests a second). A defect may name the moods it runs with
 # (NAME:STORM,CALM,HEALING, -robust.moods): A, B and C, healing paths, run healing epochs only,
-# which found them in 5148 to 29113 (A), 9000 to 10989 (B) and 6000 to 9076 (C) requests, three
+# which found them in 5148 to 35682 (A), 9000 to 47698 (B) and 42 to 30694 (C) requests, five
 # runs each, where the mixed moods took up to 105579, 44655 and 91384. The others took 17000 to
 # more than 100000 requests with any moods tried, ten-fold apart between runs of the same
 # defect, which no bound fit for CI's 90 minutes covers: make test-planted-all runs every one in
