@@ -173,4 +173,10 @@ func writeDetail(out io.Writer, st daemon.Status) {
 		fmt.Fprintf(t, "-\tspare\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%s\n", sp)
 	}
 	t.Flush()
+	// What each lane measured and decided, with the figures behind it (the JSON's trim_learned).
+	for _, m := range st.Members {
+		if m.TrimLearned != nil {
+			fmt.Fprintf(out, "member %d %s\n", m.Index, m.TrimLearned)
+		}
+	}
 }

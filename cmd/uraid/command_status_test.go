@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"uraid/array"
 	"uraid/daemon"
+	"uraid/discard/learn"
 )
 
 func trimStatus() daemon.Status {
@@ -159,4 +161,20 @@ func TestStatusJSONListsDeadArray(t *testing.T) {
 		assert.Contains(t, []string{daemon.LeftUnknown, daemon.LeftGone}, l.State)
 		assert.Contains(t, l.Message, "daemon 1073741824")
 	}
+}
+
+// TestDetailTrimLearned: detail's text says what each lane learned, with its basis and what a
+// flag overrode, as the JSON's trim_learned does.
+func TestDetailTrimLearned(t *testing.T) {
+	st := trimStatus()
+	st.Members[0].TrimLearned = &array.TrimLearned{
+		Decision: learn.Decision{Exclusive: true, InFlight: 1, Gap: 40 * time.Millisecond, GapMS: 40,
+			Basis: learn.Basis{IOCleanUS: 200, IOCleanN: 50, IOOverlappedUS: 90000, IOOverlappedN: 5, Trims: 7}},
+		Overridden: []string{"inflight overridden by --trim-inflight"},
+	}
+	var out bytes.Buffer
+	writeDetail(&out, st)
+	assert.Contains(t, out.String(), "member 0 trim learned: exclusive true, 1 in flight, gap 40ms (reads and writes 90ms beside a TRIM vs 200µs clean, 5/50 samples;")
+	assert.Contains(t, out.String(), "; inflight overridden by --trim-inflight\n")
+	assert.NotContains(t, out.String(), "member 1 trim learned", "a member with nothing learned has no line")
 }
