@@ -353,6 +353,25 @@ func TestFailDropsQueueAndSteersAway(t *testing.T) {
 	assert.Len(t, f.Calls(), 1, "nothing more was sent to the failed member")
 }
 
+// TestTrimFailingAfterFailIsMoot: a TRIM in flight when its member fails, which then errs (the
+// member's device was let go meanwhile: its descriptor now refuses every command), does not fail
+// its discard: the failed member's contents no longer matter, as for the TRIMs Fail dropped. The
+// discard still does not count as trimmed.
+func TestTrimFailingAfterFailIsMoot(t *testing.T) {
+	f := newDrive(nil, true)
+	f.err = errors.New("bad file descriptor")
+	w := newWatcher()
+	e := newEngine(t, Config{Mode: Sync, OnTrimmed: w.tell, MaxWatched: 8,
+		Members: []Member{{Issuer: f.issuer()}, {Issuer: newDrive(nil, false).issuer()}}})
+	done := make(completer, 1)
+	e.Discard(&Discard{Extents: []mapping.Extent{{Member: 0, Offset: 0, Length: 4096}, {Member: 1, Offset: 0, Length: 4096}}, Done: done, Watch: 7})
+	f.next(t)
+	e.Fail(0)
+	f.open()
+	require.NoError(t, done.wait(t), "member 0 was out of service when its TRIM failed")
+	assert.False(t, w.wait(t, 7), "a discard with a failed piece is not trimmed")
+}
+
 func TestClose(t *testing.T) {
 	f := newDrive(nil, true)
 	e, err := New(Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxQueued: 1}}})

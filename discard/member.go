@@ -350,6 +350,11 @@ func (m *member) finish(l *lane, id int, err error) {
 			learned, _ = m.learned()
 		}
 	}
+	// A TRIM that was in flight when its member failed no longer matters to
+	// its discards, as those Fail dropped do not: the member's device may
+	// even have been let go meanwhile, and refuse the command. It still
+	// counts as not trimmed (failedTrim above).
+	moot := m.down
 	m.publish()
 	resume := m.unpark()
 	m.cond.Broadcast() // Drain
@@ -363,8 +368,12 @@ func (m *member) finish(l *lane, id int, err error) {
 	// Watchers first: a Sync discard this TRIM settles is trimmed (or not)
 	// by the time it is acknowledged.
 	m.e.notify()
+	settled := err
+	if moot {
+		settled = nil
+	}
 	for _, p := range is.Parts {
-		p.Tag.settle(p.Bytes, err)
+		p.Tag.settle(p.Bytes, settled)
 	}
 	clear(is.Parts) // drop the discards: their slots are reused
 	resumeAll(resume)
