@@ -175,13 +175,9 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 		}
 		return !w.crashedNow() && !w.failed()
 	}
-	// checkpoint: this read-only epoch, begun with every region clean, cuts the power right after
-	// a lazy map write carries the rebuild's checkpoint (armCheckpointCut), and not at the
-	// member's failure before it.
-	checkpoint := false
 	leave := func(first bool) {
 		how := rng.IntN(5)
-		if (how < 2 || how == 4) && (first || rng.IntN(3) == 0) && !checkpoint {
+		if (how < 2 || how == 4) && (first || rng.IntN(3) == 0) {
 			// Cut between the member's failure and its record in the superblocks, writes
 			// finishing meanwhile: none may be acknowledged that left out the failed copy.
 			// (Not for a member failed by an error: the failure is made on the queue's
@@ -245,17 +241,9 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 				return
 			}
 		}
-		checkpoint = w.readOnly && st.Regions != nil && st.Regions.Dirty == 0 && rng.IntN(2) == 0
 		leave(true)
 	}
 	armed := rng.IntN(2) == 0
-	if checkpoint && !w.crashedNow() {
-		// Nothing dirties a region in a read-only epoch, so the map's lazy writes carry the
-		// rebuild's checkpoint with no flush of the members before them: the cut after one
-		// finds a checkpoint ahead of its copy, if there is one.
-		armed = true
-		w.armCheckpointCut(rng)
-	}
 	for pause() {
 		switch p := rng.IntN(10); {
 		case p < 3 && !w.whole():
