@@ -139,20 +139,6 @@ func (w *world) armPowerLoss(rng *rand.Rand, name string, n int) {
 	w.logf("power loss armed at the %d-th %s", n, name)
 }
 
-// armCheckpointCut cuts the power right after a rebuild's checkpoint has reached the disk with a
-// lazy map write, as it does when the rebuild outlasts the map's idle time: the region it just
-// passed must be durable on the target by then. Only with a short idle time, which the rebuild's
-// hold stays within.
-func (w *world) armCheckpointCut(rng *rand.Rand) {
-	if w.mapIdle == 0 || w.mapIdle > 300*time.Millisecond {
-		return
-	}
-	fp := &fpCrash{name: array.FailpointRebuildCursor, requests: int64(rng.IntN(3)), afterMapWrite: true}
-	fp.n.Store(int32(1 + rng.IntN(4)))
-	w.fpArm.Store(fp)
-	w.logf("power loss armed after the %d-th rebuild checkpoint reaches the disk", fp.n.Load())
-}
-
 // whole reports whether every slot of the array is active, with no replacement or sync job
 // under way.
 func (w *world) whole() bool {
@@ -257,11 +243,7 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 			// A checkpoint that reaches the disk before what it covers is what a cut after it
 			// finds; the epoch's workload may not flush at all (see world.flushless).
 			name := []string{array.FailpointRebuildRegion, array.FailpointRebuildCursor, array.FailpointRebuildCursor,
-				array.FailpointResyncRegion, "disk-flush", "map-flush", "checkpoint"}[rng.IntN(7)]
-			if name == "checkpoint" {
-				w.armCheckpointCut(rng)
-				break
-			}
+				array.FailpointResyncRegion, "disk-flush", "map-flush"}[rng.IntN(6)]
 			w.armPowerLoss(rng, name, 1+rng.IntN(6))
 		}
 		w.recordMembers(w.a)

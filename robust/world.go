@@ -128,10 +128,7 @@ type world struct {
 	readOnly bool
 	blocks   int64
 	inflight int
-	// mapWrites counts the region map's flushes begun (FailpointMapFlush), for a cut that waits
-	// for one (fpCrash.afterMapWrite).
-	mapWrites atomic.Int64
-	tags      []inflight
+	tags     []inflight
 	// abandoned: requests hang; the run ends without closing the queue or the array.
 	abandoned bool
 
@@ -184,10 +181,6 @@ type fpCrash struct {
 	delay    time.Duration
 	requests int64
 	fired    atomic.Bool
-	// afterMapWrite: before the cut, hold the step until the region map has been written once
-	// more, as a rebuild slower than the map's lazy work would be: the checkpoint just moved is
-	// then on disk, and only a copy made durable before it moved survives the cut.
-	afterMapWrite bool
 }
 
 // Run runs the harness with cfg in dir (a directory for the FUSE mount) and returns what it
@@ -667,13 +660,7 @@ func (w *world) diskStep(name string) (simdisk.Match, bool) {
 // few milliseconds while the workload aims its requests at the span: a write, read or discard
 // that lands between what the step decided and the lock it takes next.
 func (w *world) failpoint(name string, at failpoint.Span) {
-	if name == array.FailpointMapFlush {
-		w.mapWrites.Add(1)
-	}
 	if fp := w.fpArm.Load(); fp != nil && fp.name == name && !fp.fired.Load() && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
-		if fp.afterMapWrite {
-			w.awaitMapWrite()
-		}
 		if w.serving.Load() {
 			// Counted rather than timed, as the aimed requests are; bounded, as a request may wait
 			// for what the step holds. What a request finishing here was told must hold after
@@ -708,19 +695,6 @@ func (w *world) failpoint(name string, at failpoint.Span) {
 	if rand.IntN(4) == 0 {
 		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 	}
-}
-
-// awaitMapWrite holds the caller until the region map's flusher has begun a flush and had a
-// moment to write it, bounded by twice the map's idle time (its lazy work runs every half of it).
-// A flush that is still being written at the cut only makes the cut weaker, never wrong: the
-// harness's checks hold whatever reached the disk.
-func (w *world) awaitMapWrite() {
-	from, limit := w.mapWrites.Load(), time.Now().Add(2*w.mapIdle+50*time.Millisecond)
-	for w.mapWrites.Load() == from && time.Now().Before(limit) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	time.Sleep(2 * time.Millisecond)
-	w.logf("held for a region map write (%d begun)", w.mapWrites.Load()-from)
 }
 
 var failpoints = []string{
