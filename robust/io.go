@@ -40,8 +40,9 @@ func (w *world) io(n int, sweep bool) {
 		if w.crashedNow() {
 			return
 		}
+		quiet := w.quiet.Load()
 		for tag := range tags {
-			if w.inflight >= qd || i >= n {
+			if w.inflight >= qd || i >= n || quiet {
 				break
 			}
 			if tags[tag].busy {
@@ -49,6 +50,10 @@ func (w *world) io(n int, sweep bool) {
 			}
 			w.startRequest(uint16(tag), &tags[tag])
 			i++
+		}
+		if quiet && w.inflight == 0 {
+			time.Sleep(200 * time.Microsecond)
+			continue
 		}
 		w.reap(tags)
 	}

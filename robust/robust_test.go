@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back that the harness must find.
-var planted = []string{"A", "B", "C", "D", "E", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot"}
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot"}
 
 // unreached are the planted defects the harness is not known to reach: TestPlanted tries them
 // only when -robust.plant names them; each has its regression test in package array. claim needs
@@ -131,13 +132,9 @@ var planted = []string{"A", "B", "C", "D", "E", "map", "recovery", "torn", "refi
 // (TestAddClaimsItsSlotAfterTheCheckpoint). widen needs the resync's source to fail while regions
 // wait for their resync, which the harness never makes happen: a dying source takes back what
 // reads from it returned, a limit of resync without a journal that would be a finding of its own
-// (TestResyncReadFailsOverToTheNextSource). F was found (777 and 3000 requests) until the
-// lazy-clean fix: the members are now flushed before every lazy map write while a region is
-// dirty, which makes a rebuild's copies durable before the checkpoint that rides on that write
-// too, so F shows only while no region is dirty during a rebuild, and read-only healing epochs
-// have not yet found it in 120000 requests. Its guard is the harness's runs before the fix and
-// the order in rebuildRegion (copy, sync, then checkpoint). resync (a resync marking a region in
-// sync without flushing its copies) is masked by the same flush: the regions that wait for a
+// (TestResyncReadFailsOverToTheNextSource). resync (a resync marking a region in
+// sync without flushing its copies) is masked by the flush of the members that comes before
+// every lazy map write while a region is dirty: the regions that wait for a
 // resync are dirty, so every map write during a resync comes after a flush of the members; it
 // shows only for the last region resynced, with no write meanwhile, and a power loss after the
 // map's next write; it was found in 777 to 107791 requests before the fix, and in none of
@@ -146,7 +143,7 @@ var planted = []string{"A", "B", "C", "D", "E", "map", "recovery", "torn", "refi
 // ends before the discard's other TRIMs, and is followed by a rebuild before any other write to
 // the region: any other write into a discarded region waits for the TRIM, which tells the map
 // first, so the write's end dirties the region again. Not found in 108011 requests.
-var unreached = []string{"claim", "widen", "F", "resync", "trimwrite"}
+var unreached = []string{"claim", "widen", "resync", "trimwrite"}
 
 // TestPlanted runs the harness with each planted defect (a build with -tags uraid_plant) and
 // reports the seed and the requests to the first finding; a defect the harness misses within its
@@ -208,14 +205,23 @@ func TestPlanted(t *testing.T) {
 	}
 }
 
-// moods is -robust.moods as Config.Moods.
-func moods(t *testing.T) [3]int {
-	var m [3]int
+// moods is -robust.moods as Config.Moods: three weights, or four with the checkpoint epochs'.
+func moods(t *testing.T) [4]int {
+	var m [4]int
 	if *moodsFlag == "" {
 		return m
 	}
-	if n, err := fmt.Sscanf(*moodsFlag, "%d,%d,%d", &m[0], &m[1], &m[2]); n != 3 || err != nil || m[0] < 0 || m[1] < 0 || m[2] < 0 || m[0]+m[1]+m[2] == 0 {
-		t.Fatalf("-robust.moods=%q: want three weights, storm,calm,healing, such as 2,1,2", *moodsFlag)
+	f := strings.Split(*moodsFlag, ",")
+	sum := 0
+	for i, v := range f {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || len(f) < 3 || len(f) > 4 {
+			t.Fatalf("-robust.moods=%q: want three or four weights, storm,calm,healing[,checkpoint], such as 2,1,2", *moodsFlag)
+		}
+		m[i], sum = n, sum+n
+	}
+	if sum == 0 {
+		t.Fatalf("-robust.moods=%q: every weight is 0", *moodsFlag)
 	}
 	return m
 }

@@ -36,9 +36,9 @@ type Config struct {
 	Size  int64
 	Depth int
 
-	// Moods weighs the epochs' moods: storm, calm, healing (all zero: 2, 1, 2). A scenario that
+	// Moods weighs the epochs' moods: storm, calm, healing, checkpoint (all zero: 2, 1, 2, 0). A scenario that
 	// leaves a mood out spends its requests on the others' paths.
-	Moods [3]int
+	Moods [4]int
 
 	// Log, when set, hears what the run does, one line per step.
 	Log func(string)
@@ -49,7 +49,7 @@ type Stats struct {
 	Requests, Reads, Writes, Discards, Flushes int
 	Sweeps                                     int // discards of whole regions, of Discards
 	Epochs, PowerLosses, Kills, Stops          int
-	Moods                                      [3]int // epochs of each mood: storm, calm, heal
+	Moods                                      [4]int // epochs of each mood: storm, calm, heal, checkpoint
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
 	Checks, Verified, CopyReads                int
@@ -60,9 +60,9 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
+	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing, %d checkpoint): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
 		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
-		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
+		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.Moods[3], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
 		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
@@ -126,9 +126,18 @@ type world struct {
 	// carry a rebuild's checkpoint with nothing else to flush the members first: a checkpoint
 	// ahead of what its rebuild made durable is seen only so.
 	readOnly bool
+	// quiet: the workload sends nothing new while it is set, as a system between bursts, so that
+	// a sync job runs at its full rate (it keeps to its floor while requests come).
+	quiet atomic.Bool
+	// unaimed: a rebuild's steps are not held for requests aimed at their span, so that it
+	// moves on while the epoch serves (a checkpoint epoch's reads would seldom come to free it).
+	unaimed  bool
 	blocks   int64
 	inflight int
-	tags     []inflight
+	// mapWrites counts the region map's flushes begun (FailpointMapFlush), for a cut that waits
+	// for one (fpCrash.afterMapWrite).
+	mapWrites atomic.Int64
+	tags      []inflight
 	// abandoned: requests hang; the run ends without closing the queue or the array.
 	abandoned bool
 
@@ -181,6 +190,10 @@ type fpCrash struct {
 	delay    time.Duration
 	requests int64
 	fired    atomic.Bool
+	// afterMapWrite: before the cut, hold the step until the region map has been written once
+	// more, as a rebuild slower than the map's lazy work would be: the checkpoint just moved is
+	// then on disk, and only a copy made durable before it moved survives the cut.
+	afterMapWrite bool
 }
 
 // Run runs the harness with cfg in dir (a directory for the FUSE mount) and returns what it
@@ -470,6 +483,10 @@ func (w *world) epoch() ending {
 	m := w.mood()
 	w.flushless = m != moodStorm && w.rng.IntN(2) == 0
 	w.readOnly = w.flushless && m == moodHeal && w.rng.IntN(2) == 0
+	w.unaimed = m == moodCheckpoint
+	if m == moodCheckpoint {
+		w.flushless, w.readOnly = true, true
+	}
 	w.stats.Moods[m]++
 	go func() {
 		defer close(adminDone)
@@ -488,6 +505,9 @@ func (w *world) epoch() ending {
 	e := ending(w.rng.IntN(3))
 	if w.flushless && w.rng.IntN(2) == 0 {
 		e = endPowerLoss
+	}
+	if m == moodCheckpoint {
+		e = endStop // the next one begins with every region clean
 	}
 	w.drain()
 	if !w.failed() && !w.abandoned {
@@ -514,10 +534,10 @@ func (w *world) epoch() ending {
 // mood draws an epoch's mood by the run's weights.
 func (w *world) mood() mood {
 	weights := w.cfg.Moods
-	if weights == [3]int{} {
+	if weights == [4]int{} {
 		weights = defaultMoods
 	}
-	n := w.rng.IntN(weights[0] + weights[1] + weights[2])
+	n := w.rng.IntN(weights[0] + weights[1] + weights[2] + weights[3])
 	for m, wt := range weights {
 		if n < wt {
 			return mood(m)
@@ -528,7 +548,7 @@ func (w *world) mood() mood {
 }
 
 // defaultMoods: storms and healing twice as often as calm, whose requests find less.
-var defaultMoods = [3]int{2, 1, 2}
+var defaultMoods = [4]int{2, 1, 2, 0}
 
 // restart closes the epoch's array and assembles the members again, as the daemon would.
 func (w *world) restart(e ending) error {
@@ -660,7 +680,13 @@ func (w *world) diskStep(name string) (simdisk.Match, bool) {
 // few milliseconds while the workload aims its requests at the span: a write, read or discard
 // that lands between what the step decided and the lock it takes next.
 func (w *world) failpoint(name string, at failpoint.Span) {
+	if name == array.FailpointMapFlush {
+		w.mapWrites.Add(1)
+	}
 	if fp := w.fpArm.Load(); fp != nil && fp.name == name && !fp.fired.Load() && fp.n.Add(-1) == 0 && fp.fired.CompareAndSwap(false, true) {
+		if fp.afterMapWrite {
+			w.awaitMapWrite()
+		}
 		if w.serving.Load() {
 			// Counted rather than timed, as the aimed requests are; bounded, as a request may wait
 			// for what the step holds. What a request finishing here was told must hold after
@@ -678,7 +704,7 @@ func (w *world) failpoint(name string, at failpoint.Span) {
 		w.cutAt(endPowerLoss, "at failpoint "+name, true)
 		return
 	}
-	if at.Len >= Block && w.serving.Load() && rand.IntN(4) != 0 {
+	if at.Len >= Block && w.serving.Load() && !w.unaimed && rand.IntN(4) != 0 {
 		// Held until a few requests sent there have finished, counted rather than timed: on a
 		// slow machine a fixed pause lets none through. Bounded: the workload may be between
 		// epochs, or a request may wait for what the step holds.
@@ -695,6 +721,19 @@ func (w *world) failpoint(name string, at failpoint.Span) {
 	if rand.IntN(4) == 0 {
 		time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
 	}
+}
+
+// awaitMapWrite holds the caller until the region map's flusher has begun a flush and had a
+// moment to write it, bounded by twice the map's idle time (its lazy work runs every half of it).
+// A flush that is still being written at the cut only makes the cut weaker, never wrong: the
+// harness's checks hold whatever reached the disk.
+func (w *world) awaitMapWrite() {
+	from, limit := w.mapWrites.Load(), time.Now().Add(2*w.mapIdle+50*time.Millisecond)
+	for w.mapWrites.Load() == from && time.Now().Before(limit) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	time.Sleep(2 * time.Millisecond)
+	w.logf("held for a region map write (%d begun)", w.mapWrites.Load()-from)
 }
 
 var failpoints = []string{
