@@ -24,6 +24,15 @@ type System struct {
 	ZeroCopy string
 	// BatchIO is uraid's URAID_BATCH_IO ("" for the default).
 	BatchIO string
+	// Learned leaves out every TRIM flag: each member's lane learns how to
+	// trim it (docs/discard.md, "Learning each member"). Otherwise the
+	// array is told what an admin who knew the drives would say
+	// (--trim-exclusive for an Exclusive drive) and TrimGap.
+	Learned bool
+	// TrimGap is uraid's --trim-gap (0: not given).
+	TrimGap time.Duration
+	// Args are further uraid create arguments ("--queues", "1").
+	Args []string
 }
 
 func mdSystem(level mapping.Level) System {
@@ -32,6 +41,22 @@ func mdSystem(level mapping.Level) System {
 
 func uraidSystem(level mapping.Level, mode string) System {
 	return System{Name: "uraid-" + level.String() + "-" + mode, Level: level, Discard: mode}
+}
+
+// learnedSystem is uraidSystem with no TRIM flags: what a new user runs.
+func learnedSystem(level mapping.Level, mode string) System {
+	s := uraidSystem(level, mode)
+	s.Name += "-learned"
+	s.Learned = true
+	return s
+}
+
+// gapSystem is uraidSystem with --trim-gap gap, hand-set.
+func gapSystem(level mapping.Level, mode string, gap time.Duration) System {
+	s := uraidSystem(level, mode)
+	s.Name += "-gap" + gap.String()
+	s.TrimGap = gap
+	return s
 }
 
 // Systems lists the arrays for the given levels: md, uraid sync, uraid
@@ -65,9 +90,9 @@ const (
 	chunk     = "512K"
 )
 
-// create builds sys over the member devices. uraid is told which members
-// stall I/O while they trim, as an admin would tell it of SATA SSDs it cannot
-// recognise; md has no such setting.
+// create builds sys over the member devices. Unless sys learns, uraid is
+// told which members stall I/O while they trim, as an admin would tell it of
+// SATA SSDs it cannot recognise; md has no such setting.
 func (r *Runner) create(sys System, members []string, drives []Drive) (*array, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -105,6 +130,10 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 // simulated drives are drives.
 func createArgs(sys System, members []string, drives []Drive) []string {
 	args := []string{"create", arrayName, "--level", sys.Level.ShortName(), "--chunk", chunk, "--discard", sys.Discard, "--force"}
+	args = append(args, sys.Args...)
+	if sys.Learned {
+		return append(args, members...)
+	}
 	var exclusive []string
 	for i, d := range drives {
 		if d.Exclusive {
@@ -113,6 +142,9 @@ func createArgs(sys System, members []string, drives []Drive) []string {
 	}
 	if len(exclusive) > 0 {
 		args = append(args, "--trim-exclusive", strings.Join(exclusive, ","))
+	}
+	if sys.TrimGap > 0 {
+		args = append(args, "--trim-gap", sys.TrimGap.String())
 	}
 	return append(args, members...)
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -50,4 +51,25 @@ func TestCreateArgs(t *testing.T) {
 		"--trim-exclusive", "/dev/ublkb0", "/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"},
 		createArgs(sys, ms, append([]Drive{SlowDrive}, same(Fast, 3)...)), "the slow SATA-like member must be named")
 	assert.NotContains(t, createArgs(sys, ms, same(Fast, 4)), "--trim-exclusive")
+}
+
+// The learned system is the hand-set one without a single TRIM flag, pairing with md by level; a
+// gap system adds its --trim-gap to what the hand-set one says.
+func TestCreateArgsLearnedAndGap(t *testing.T) {
+	ms := []string{"/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"}
+	drives := append([]Drive{SlowDrive}, same(Fast, 3)...)
+	l := learnedSystem(mapping.RAID10, "async")
+	l.Args = []string{"--queues", "1"}
+	assert.Equal(t, "uraid-raid10-async-learned", l.Name)
+	assert.Equal(t, []string{"create", "bench", "--level", "10", "--chunk", "512K", "--discard", "async", "--force",
+		"--queues", "1", "/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"}, createArgs(l, ms, drives))
+	level, ok := uraidLevel(l.Name)
+	assert.True(t, ok)
+	assert.Equal(t, "raid10", level)
+
+	g := gapSystem(mapping.RAID10, "async", 20*time.Millisecond)
+	assert.Equal(t, "uraid-raid10-async-gap20ms", g.Name)
+	assert.Equal(t, []string{"create", "bench", "--level", "10", "--chunk", "512K", "--discard", "async", "--force",
+		"--trim-exclusive", "/dev/ublkb0", "--trim-gap", "20ms", "/dev/ublkb0", "/dev/ublkb1", "/dev/ublkb2", "/dev/ublkb3"},
+		createArgs(g, ms, drives))
 }

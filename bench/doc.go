@@ -3,7 +3,11 @@
 // small-file churn on ext4 -o discard, fstrim of a fragmented filesystem,
 // read latency under a discard stream, raw IOPS and throughput, a RAID10
 // with one slow SATA-like member, and replacing a member of a RAID10 that
-// carries a filesystem (scenario (g), over brd RAM disks).
+// carries a filesystem (scenario (g), over brd RAM disks). (f), (h) and (i)
+// also set uraid with no TRIM flag, learning each member, against uraid told
+// what the drives are (--trim-exclusive, --trim-gap): a slow SATA-like
+// member, a member with a back-to-back TRIM penalty, and a flood of small
+// discards beside a reader with an NBD member served by nbdkit.
 //
 // Every scenario starts fresh members for every array it measures, so md
 // and uraid see identical drives, and repeats each measurement; Results

@@ -8,5 +8,7 @@ tests/vm/vm modprobe raid10
 # for (g) (the fifth replaces a member), which serves them through dm-linear.
 tests/vm/vm modprobe brd rd_nr=5 rd_size=262144
 tests/vm/vm modprobe dm_mod
+# Scenario (i)'s NBD member; without the module (i) says so and skips.
+tests/vm/vm modprobe nbd || echo "guest.sh: no nbd module: scenario (i) will skip" >&2
 export URAID_RUN_DIR=/run/uraid
-exec build/benchrun "$@"
+exec "${BENCHRUN:-build/benchrun}" "$@"

@@ -143,8 +143,33 @@ func (s *Suite) Targets() []Target {
 	ratio("g", "member replace wall <= 0.3x md", "uraid-raid10-sync", "g-rebuild/replace/wall", "md-raid10", "g-rebuild/replace/wall", 0.3, true)
 	ratio("g", "bytes written to the new member <= 0.3x md's (a whole member)", "uraid-raid10-sync", "g-rebuild/replace/written",
 		"md-raid10", "g-rebuild/replace/written", 0.3, true)
+	// Learned against hand-set (issue 24): uraid with no TRIM flag must come
+	// within 1.2x of uraid told what the drives are.
+	learned, handSet := "uraid-raid10-async-learned", "uraid-raid10-async"
+	ratio("f", "learned: read p99 during fstrim <= 1.2x hand-set", learned, "f-slow-member/during-fstrim/read_p99",
+		handSet, "f-slow-member/during-fstrim/read_p99", 1.2, true)
+	ratio("f", "learned: fstrim wall <= 1.2x hand-set", learned, "f-slow-member/fstrim/wall", handSet, "f-slow-member/fstrim/wall", 1.2, true)
+	const settled = "h-back-to-back/fstrim/settled"
+	ratio("h", "learned: fstrim to the last TRIM <= 1.2x the best hand-set --trim-gap ("+s.bestGap(settled)+")",
+		learned, settled, s.bestGap(settled), settled, 1.2, true)
+	for _, u := range []string{learned, handSet} {
+		ratio("i", "read p99 beside the flood <= 3x alone", u, "i-flood/with-flood/read_p99", u, "i-flood/alone/read_p99", 3, true)
+		ratio("i", "reads beside the flood >= 0.5x alone", u, "i-flood/with-flood/reads", u, "i-flood/alone/reads", 0.5, false)
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Scenario < out[j].Scenario })
 	return out
+}
+
+// bestGap names the hand-set --trim-gap system of least median for key
+// (lower is better), "" when none measured it.
+func (s *Suite) bestGap(key string) string {
+	best, least := "", 0.0
+	for _, r := range s.Results {
+		if strings.HasPrefix(r.System, "uraid-raid10-async-gap") && r.Key() == key && (best == "" || r.Median < least) {
+			best, least = r.System, r.Median
+		}
+	}
+	return best
 }
 
 // WriteTargets prints the targets as a Markdown table.

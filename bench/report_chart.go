@@ -133,6 +133,11 @@ var chartWords = map[string]struct{ title, quantity string }{
 	"f-slow-member/slow_read_share": {"(f) the slow member's share of its mirror pair's reads", "share of reads"},
 	"g-rebuild/wall":                {"(g) Replacing a RAID10 member under a 20%-full ext4 (brd)", "time to the end of the rebuild"},
 	"g-rebuild/written":             {"(g) Replacing a RAID10 member: written to the new member", "written"},
+	"h-back-to-back/settled":        {"(h) fstrim until every TRIM is done, one member with a back-to-back penalty", "time to the last TRIM"},
+	"h-back-to-back/wall":           {"(h) fstrim, one member with a back-to-back penalty", "fstrim time"},
+	"h-back-to-back/m0_trims":       {"(h) TRIMs the penalized member ran", "TRIMs"},
+	"i-flood/read_p99":              {"(i) QD1 4 KiB reads beside a 4 KiB discard flood, one NBD member serialized at 50 ms per TRIM", "read p99"},
+	"i-flood/reads":                 {"(i) QD1 4 KiB reads beside a 4 KiB discard flood: reads done", "reads"},
 }
 
 // caseWords names a scenario's cases on the chart's axis.
@@ -152,6 +157,9 @@ var caseWords = map[string]string{
 	"f-slow-member/during-fstrim":        "fio during fstrim",
 	"f-slow-member/fstrim":               "fstrim beside fio",
 	"g-rebuild/replace":                  "replace member 0",
+	"h-back-to-back/fstrim":              "fragmented ext4",
+	"i-flood/alone":                      "reads alone",
+	"i-flood/with-flood":                 "beside the flood",
 }
 
 // SystemLabel names an array for a legend: "uraid RAID10 async" for
@@ -167,14 +175,15 @@ func SystemLabel(system string) string {
 }
 
 // Charts lays out one chart per scenario and metric, in the order the suite
-// measured them. The discard count of (d) is left out: it only shows that
-// the stream ran. Scenarios without words in this file are titled by their
+// measured them. The discard counts of (d) and (i) are left out: they only
+// show that the stream ran; so are the lanes' learned decisions (Better
+// "none": recordLearned), which are settings, not performance. Scenarios without words in this file are titled by their
 // keys, so a new one still draws.
 func (s *Suite) Charts() []Chart {
 	type id struct{ scenario, metric string }
 	var ids []id
 	for _, r := range s.Results {
-		if c := (id{r.Scenario, r.Metric}); r.Metric != "discards" && !slices.Contains(ids, c) {
+		if c := (id{r.Scenario, r.Metric}); r.Metric != "discards" && r.Better != "none" && !slices.Contains(ids, c) {
 			ids = append(ids, c)
 		}
 	}

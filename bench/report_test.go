@@ -100,6 +100,50 @@ func TestTargets(t *testing.T) {
 	assert.False(t, missing.Met(), "a target without figures is not met")
 }
 
+// The learned targets compare the learned array with the hand-set one rep by rep: (h) with the
+// --trim-gap system of least median, (i) each array beside the flood with itself alone.
+func TestLearnedTargets(t *testing.T) {
+	const settled, learned = "settled", "uraid-raid10-async-learned"
+	h := func(system string, v ...float64) Result {
+		return Result{Scenario: "h-back-to-back", Case: "fstrim", Metric: settled, System: system, Values: v}
+	}
+	i := func(system, c, metric string, v ...float64) Result {
+		return Result{Scenario: "i-flood", Case: c, Metric: metric, System: system, Values: v}
+	}
+	s := suite(
+		Result{Scenario: "f-slow-member", Case: "fstrim", Metric: "wall", System: learned, Values: []float64{105, 125}},
+		Result{Scenario: "f-slow-member", Case: "fstrim", Metric: "wall", System: "uraid-raid10-async", Values: []float64{100, 100}},
+		h(learned, 1100, 1300, 1000),
+		h("uraid-raid10-async-gap5ms", 9000, 9000, 9000),
+		h("uraid-raid10-async-gap10ms", 1000, 1000, 1000),
+		h("uraid-raid10-async-gap40ms", 2000, 2000, 2000),
+		i(learned, "alone", "read_p99", 100, 100), i(learned, "with-flood", "read_p99", 250, 400),
+		i(learned, "alone", "reads", 1000, 1000), i(learned, "with-flood", "reads", 600, 500),
+	)
+	byGoal := map[string]Target{}
+	for _, tg := range s.Targets() {
+		if tg.System == learned {
+			byGoal[tg.Scenario+" "+tg.Goal] = tg
+		}
+	}
+	f := byGoal["f learned: fstrim wall <= 1.2x hand-set"]
+	assert.InDelta(t, 1.15, f.Value, 1e-9, "the median of 1.05 and 1.25")
+	assert.InDelta(t, 1.05, f.Min, 1e-9)
+	assert.True(t, f.Met())
+	assert.True(t, byGoal["f learned: read p99 during fstrim <= 1.2x hand-set"].Missing)
+	g := byGoal["h learned: fstrim to the last TRIM <= 1.2x the best hand-set --trim-gap (uraid-raid10-async-gap10ms)"]
+	assert.InDelta(t, 1.1, g.Value, 1e-9)
+	assert.InDelta(t, 1.0, g.Min, 1e-9)
+	assert.InDelta(t, 1.3, g.Max, 1e-9)
+	assert.True(t, g.Met())
+	p99 := byGoal["i read p99 beside the flood <= 3x alone"]
+	assert.InDelta(t, 3.25, p99.Value, 1e-9)
+	assert.False(t, p99.Met())
+	reads := byGoal["i reads beside the flood >= 0.5x alone"]
+	assert.InDelta(t, 0.55, reads.Value, 1e-9)
+	assert.True(t, reads.Met())
+}
+
 func TestExtract(t *testing.T) {
 	s := suite(Result{Scenario: "a-blkdiscard", Case: "full", Metric: "wall", System: "md-raid0", Values: []float64{1, 2, 3}})
 	b, err := json.MarshalIndent(s, "", "  ")

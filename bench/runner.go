@@ -32,6 +32,12 @@ type Drive struct {
 	TrimLatency, B2BLatency, B2BWindow time.Duration
 	Exclusive                          bool
 	MaxDiscard                         string // simssd --max-discard, "" for no limit
+	// NBD serves the drive with nbdkit (memory plugin, the delay filter's
+	// delay-trim at TrimLatency; with Exclusive, the noparallel filter's
+	// serialize=requests: one command at a time, so reads wait behind its
+	// TRIMs) through the kernel's nbd client, instead of simssd: a block
+	// device uraid knows nothing of, as a SATA SSD behind a USB bridge.
+	NBD bool
 }
 
 func (d Drive) String() string {
@@ -41,6 +47,12 @@ func (d Drive) String() string {
 	}
 	if d.Exclusive {
 		s += ", SATA-like (reads and writes wait while a TRIM runs; not rotational)"
+	}
+	if d.NBD {
+		s = fmt.Sprintf("NBD (nbdkit memory), TRIM %v", d.TrimLatency)
+		if d.Exclusive {
+			s += ", one command at a time (noparallel serialize=requests)"
+		}
 	}
 	return s
 }

@@ -27,6 +27,8 @@ func Scenarios() []Scenario {
 		{"e-io", "random IOPS at QD32, 1 MiB sequential throughput and QD1 read latency on kernel-native members (brd)", (*Runner).rawIO},
 		{"f-slow-member", "RAID10 with one SATA-like member: fstrim and I/O latency while it runs", (*Runner).slowMember},
 		{"g-rebuild", "replacing a RAID10 member under a 20%-full ext4 on kernel-native members (brd): time and bytes written to the new one", (*Runner).rebuild},
+		{"h-back-to-back", "RAID10 with one member that charges a back-to-back TRIM penalty: fstrim until every TRIM is done, learned against hand-set --trim-gap values", (*Runner).backToBack},
+		{"i-flood", "RAID10 with one NBD member that runs one command at a time, 50 ms per TRIM, one ublk queue: a QD1 reader beside a 4 KiB discard flood at QD32, learned against --trim-exclusive", (*Runner).flood},
 	}
 }
 
@@ -230,109 +232,107 @@ var SlowDrive = Drive{TrimLatency: 100 * time.Millisecond, Exclusive: true}
 
 // (f) RAID10 with one SATA-like member: fstrim wall time of a fragmented
 // ext4, and 4 KiB random read/write latency and IOPS in a fixed window that
-// starts with the fstrim, against the same window without it.
+// starts with the fstrim, against the same window without it. uraid runs
+// twice: told that member 0 is exclusive (--trim-exclusive, hand-set) and
+// with no TRIM flag (-learned), learning it. Each repetition builds every
+// array afresh, in turn (md, hand-set, learned, md, ...): the learned array
+// starts knowing nothing every time, and a drift of the host's speed during
+// the run falls on every system alike.
 func (r *Runner) slowMember() error {
 	// md's fstrim runs 100 ms per TRIM on the slow member: fewer holes keep
 	// a quick run short.
 	n, size := r.scale(120, 20), 256<<10
 	rt := r.dur(8*time.Second, 4*time.Second)
 	drives := append([]Drive{SlowDrive}, same(Fast, 3)...)
-	for _, sys := range Systems([]mapping.Level{mapping.RAID10}, r.cfg.Quick) {
-		err := r.withArray(sys, drives, func(a *array) error {
-			if err := mkfs(a.dev); err != nil {
-				return err
-			}
-			if err := mount(a.dev, false); err != nil {
-				return err
-			}
-			defer umount()
-			data := filepath.Join(mountPoint, "fio.data")
-			if err := preallocate(data, 32<<20); err != nil {
-				return err
-			}
-			if err := fragment(n, size); err != nil {
-				return err
-			}
-			opts := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
-			for rep := range r.cfg.Reps {
-				for _, during := range []bool{false, true} {
-					if err := r.remount(a); err != nil {
-						return err
-					}
-					c := "idle"
-					if during {
-						c = "during-fstrim"
-					}
-					type trimRes struct {
-						took time.Duration
-						err  error
-					}
-					trimDone := make(chan trimRes, 1)
-					if during {
-						go func() {
-							// Let fio start its I/O first.
-							time.Sleep(500 * time.Millisecond)
-							took, err := fitrim()
-							trimDone <- trimRes{took, err}
-						}()
-					}
-					before, err := statsOf(a.members)
-					if err != nil {
-						return err
-					}
-					ctx, cancel := fioCtx(rt)
-					res, err := fio(ctx, nil, job{"io", opts})
-					cancel()
-					after, serr := statsOf(a.members)
-					if serr != nil {
-						return serr
-					}
-					if during {
-						tr := <-trimDone
-						if tr.err != nil {
-							return tr.err
-						}
-						r.logf("f %s rep %d: fstrim %v", sys.Name, rep, tr.took)
-						r.add(Result{Scenario: "f-slow-member", Case: "fstrim", System: sys.Name, Metric: "wall", Unit: "ms", Better: "lower"}, ms(tr.took))
-					}
-					if err != nil {
-						return err
-					}
-					io := res["io"]
-					r.logf("f %s %s rep %d: read p99 %.0f us %.0f iops, write p99 %.0f us %.0f iops", sys.Name, c, rep,
-						io.Read.p99(), io.Read.IOPS, io.Write.p99(), io.Write.IOPS)
-					// Which copy served the reads: member 0 (the slow one) and
-					// its mirror, member 1, hold the same chunks.
-					var reads, writes []int64
-					for i := range after {
-						d := after[i].sub(before[i])
-						reads, writes = append(reads, d.reads), append(writes, d.writes)
-					}
-					r.logf("f %s %s rep %d: member reads %v, writes %v", sys.Name, c, rep, reads, writes)
-					if pair := reads[0] + reads[1]; pair > 0 {
-						r.add(Result{Scenario: "f-slow-member", Case: c, System: sys.Name, Metric: "slow_read_share", Unit: "%", Better: "lower"},
-							100*float64(reads[0])/float64(pair))
-					}
-					for _, m := range []struct {
-						metric, unit, better string
-						v                    float64
-					}{
-						{"read_p99", "us", "lower", io.Read.p99()},
-						{"write_p99", "us", "lower", io.Write.p99()},
-						{"read_iops", "iops", "higher", io.Read.IOPS},
-						{"write_iops", "iops", "higher", io.Write.IOPS},
-					} {
-						r.add(Result{Scenario: "f-slow-member", Case: c, System: sys.Name, Metric: m.metric, Unit: m.unit, Better: m.better}, m.v)
-					}
-				}
-			}
-			return r.drain(a)
-		})
-		if err != nil {
+	systems := append(Systems([]mapping.Level{mapping.RAID10}, r.cfg.Quick), learnedSystem(mapping.RAID10, "async"))
+	return r.interleave("f", systems, drives, func(sys System, rep int, a *array) error {
+		if err := mkfs(a.dev); err != nil {
 			return err
 		}
-	}
-	return nil
+		if err := mount(a.dev, false); err != nil {
+			return err
+		}
+		defer umount()
+		data := filepath.Join(mountPoint, "fio.data")
+		if err := preallocate(data, 32<<20); err != nil {
+			return err
+		}
+		if err := fragment(n, size); err != nil {
+			return err
+		}
+		opts := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
+		for _, during := range []bool{false, true} {
+			if err := r.remount(a); err != nil {
+				return err
+			}
+			c := "idle"
+			if during {
+				c = "during-fstrim"
+			}
+			type trimRes struct {
+				took time.Duration
+				err  error
+			}
+			trimDone := make(chan trimRes, 1)
+			if during {
+				go func() {
+					// Let fio start its I/O first.
+					time.Sleep(500 * time.Millisecond)
+					took, err := fitrim()
+					trimDone <- trimRes{took, err}
+				}()
+			}
+			before, err := statsOf(a.members)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := fioCtx(rt)
+			res, err := fio(ctx, nil, job{"io", opts})
+			cancel()
+			after, serr := statsOf(a.members)
+			if serr != nil {
+				return serr
+			}
+			if during {
+				tr := <-trimDone
+				if tr.err != nil {
+					return tr.err
+				}
+				r.logf("f %s rep %d: fstrim %v", sys.Name, rep, tr.took)
+				r.add(Result{Scenario: "f-slow-member", Case: "fstrim", System: sys.Name, Metric: "wall", Unit: "ms", Better: "lower"}, ms(tr.took))
+			}
+			if err != nil {
+				return err
+			}
+			io := res["io"]
+			r.logf("f %s %s rep %d: read p99 %.0f us %.0f iops, write p99 %.0f us %.0f iops", sys.Name, c, rep,
+				io.Read.p99(), io.Read.IOPS, io.Write.p99(), io.Write.IOPS)
+			// Which copy served the reads: member 0 (the slow one) and
+			// its mirror, member 1, hold the same chunks.
+			var reads, writes []int64
+			for i := range after {
+				d := after[i].sub(before[i])
+				reads, writes = append(reads, d.reads), append(writes, d.writes)
+			}
+			r.logf("f %s %s rep %d: member reads %v, writes %v", sys.Name, c, rep, reads, writes)
+			if pair := reads[0] + reads[1]; pair > 0 {
+				r.add(Result{Scenario: "f-slow-member", Case: c, System: sys.Name, Metric: "slow_read_share", Unit: "%", Better: "lower"},
+					100*float64(reads[0])/float64(pair))
+			}
+			for _, m := range []struct {
+				metric, unit, better string
+				v                    float64
+			}{
+				{"read_p99", "us", "lower", io.Read.p99()},
+				{"write_p99", "us", "lower", io.Write.p99()},
+				{"read_iops", "iops", "higher", io.Read.IOPS},
+				{"write_iops", "iops", "higher", io.Write.IOPS},
+			} {
+				r.add(Result{Scenario: "f-slow-member", Case: c, System: sys.Name, Metric: m.metric, Unit: m.unit, Better: m.better}, m.v)
+			}
+		}
+		return nil
+	})
 }
 
 // remount unmounts a's filesystem, waits for uraid's background TRIMs and

@@ -320,6 +320,53 @@ func TestMinGapPacesAndCoalesces(t *testing.T) {
 	assert.Equal(t, uint64(7), e.Stats()[0].Merged)
 }
 
+// A gap keeps a member to one TRIM at a time whatever its in-flight limit: the gap runs from
+// the end of the last TRIM, and a TRIM started beside another would reach a drive that runs one
+// at a time back to back with it, paying the very penalty the gap is there to avoid (found by
+// bench scenario h: every hand-set --trim-gap ran its TRIMs four at a time).
+func TestMinGapKeepsOneInFlight(t *testing.T) {
+	const gap = 200 * time.Millisecond
+	clk := clock.NewManual(time.Unix(0, 0))
+	f := newDrive(clk, true)
+	e := newEngine(t, Config{Mode: Async, Clock: clk, Members: []Member{
+		{Issuer: discardtest.Blocking(f.trim, clk), MinGap: gap, InFlight: 4}}})
+	for i := range 4 {
+		discard(e, mapping.Extent{Offset: int64(i) << 20, Length: 4096}) // apart: no merging
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			f.open() // TRIMs left held would keep Close waiting
+		}
+	})
+	for i := range 4 {
+		f.next(t)
+		f.release(t)
+		if i == 3 {
+			break
+		}
+		// The lane rests out the gap after the TRIM's end, unless it started
+		// the next TRIMs beside this one.
+		testutil.WaitFor(t, "the lane resting or a TRIM beside the last", func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return clk.Waiting() > 0 || len(f.calls) > i+1
+		})
+		f.mu.Lock()
+		n := len(f.calls)
+		f.mu.Unlock()
+		require.Equal(t, i+1, n, "TRIMs started before the gap after TRIM %d", i+1)
+		clk.Advance(gap)
+	}
+	e.Drain()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Len(t, f.calls, 4)
+	assert.Equal(t, 1, f.max, "TRIMs in flight at once on a member with a gap")
+	for i := 1; i < len(f.starts); i++ {
+		assert.GreaterOrEqual(t, f.starts[i].Sub(f.starts[i-1]), gap)
+	}
+}
+
 func TestMaxLenCutsTrims(t *testing.T) {
 	f := newDrive(nil, false)
 	e := newEngine(t, Config{Mode: Sync, Members: []Member{{Issuer: f.issuer(), MaxLen: 1 << 20}}})

@@ -107,21 +107,27 @@ func TestLearnsExclusiveAndSteersAway(t *testing.T) {
 	assert.True(t, p.learned[0].Exclusive)
 	p.mu.Unlock()
 
-	// A TRIM in flight on member 0; member 1 has a read in progress. Before
-	// learning, the TRIM counted for 2 µs and member 0 would serve the read;
-	// now it counts for its 5 ms.
-	busy, bwk := newRead(mapping.Extent{Member: 1, Offset: 1 << 30, Length: 4096})
-	require.Equal(t, 1, read(t, e, busy, bwk, 0))
-	e.EndRead(busy, 0) // the gate of member 1 closes; it opens again below
+	// A TRIM in flight on member 0; member 1 has three reads in progress.
+	// Before learning, the TRIM counted for 2 µs and member 0 would serve
+	// the read; now it counts for its 5 ms, more than member 1's reads at
+	// their measured latency. Priced by I/O counts alone (planted steer),
+	// member 0 would serve it, even after its gate opened under the TRIM.
 	discard(e, mapping.Extent{Member: 0, Offset: 100 << 20, Length: 4096})
 	p.f0.next(t)
-	read(t, e, busy, bwk, 0)
+	var busy []*Read
+	for range 3 {
+		b, bwk := newRead(mapping.Extent{Member: 1, Offset: 1 << 30, Length: 4096})
+		require.Equal(t, 1, read(t, e, b, bwk, 1))
+		busy = append(busy, b)
+	}
 	r, wk := newRead(mapping.Extent{Member: 0, Offset: 1 << 30, Length: 4096}, mapping.Extent{Member: 1, Offset: 1 << 30, Length: 4096})
 	for turn := range uint32(2) {
 		assert.Equal(t, 1, read(t, e, r, wk, turn), "turn %d: read sent to the member whose TRIM stalls it", turn)
 		e.EndRead(r, 0)
 	}
-	e.EndRead(busy, 0)
+	for _, b := range busy {
+		e.EndRead(b, 0)
+	}
 	p.f0.release(t)
 }
 

@@ -274,6 +274,12 @@ func (m *member) fill(l *lane, now time.Time) (wait time.Duration, release bool)
 		if len(l.free) == 0 || m.q.InFlight() >= limit {
 			return -1, release
 		}
+		// A gap runs from the end of the last TRIM: while one is in flight,
+		// the next waits for its end and then the gap. Started beside it, it
+		// would reach a drive that runs one at a time back to back with it.
+		if gap > 0 && m.q.InFlight() > 0 {
+			return -1, release
+		}
 		if gap > 0 && !m.lastEnd.IsZero() {
 			if d := m.lastEnd.Add(gap).Sub(now); d > 0 {
 				return d, release

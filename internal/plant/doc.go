@@ -6,7 +6,9 @@
 // The defects live where the code they undo does: recovery and torn in raid's assembly checks
 // (raid/assemble.go), trimwrite in the region map (region/trim.go), and every other in the
 // serving array (package array: E in Assemble, the rest in its read, write, sync and rebuild
-// paths).
+// paths), and steer in the discard engine's read steering (discard/learned.go). steer is a
+// latency defect the harness, which checks what reads return, cannot see: its unit tests catch
+// it (make test-planted-unit, which plants it through URAID_PLANT).
 //
 // The defects, named by the robustness issue's letters and by the harness's own mutations:
 //
@@ -36,4 +38,7 @@
 //	          carry its fill's checkpoint: cut between the two, it resumes another's
 //	clean     the map's lazy work cleans regions without flushing the members first: a region
 //	          is clean on disk while its last writes are still in volatile caches
+//	steer     a read is steered by its copies' I/O in progress alone, their TRIMs in flight
+//	          left out: it goes to a member whose TRIM stalls it although its mirror would
+//	          serve it sooner
 package plant

@@ -62,7 +62,11 @@ func run() error {
 				"(order rotating, one warm-up repetition not kept, at least 5 kept); uraid-*-copy is uraid with zero copy turned off",
 			"slow drive (f)": bench.SlowDrive.String() + ", member 0 of the RAID10",
 			"rebuild (g)":    bench.RebuildSetting(*quick),
-			"chunk":          "512 KiB; md with --assume-clean --metadata 1.2, RAID10 near-2 for both",
+			"drive (h)": bench.SeedDrive.String() + ", member 0 of the RAID10, the others instant; uraid with no TRIM flag " +
+				"(learned) against --trim-gap " + fmt.Sprint(bench.B2BGaps) + ", every array fresh in each repetition, in turn",
+			"drive (i)": bench.FloodDrive.String() + ", member 0 of the RAID10 (the others instant simulated SSDs), one ublk queue of " +
+				"depth 128; uraid with no TRIM flag (learned) against --trim-exclusive on member 0, every array fresh in each repetition, in turn",
+			"chunk": "512 KiB; md with --assume-clean --metadata 1.2, RAID10 near-2 for both",
 		},
 	}
 	fmt.Fprintf(os.Stderr, "settings: %v\n", suite.Settings)
