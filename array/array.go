@@ -532,6 +532,7 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 			continue
 		}
 		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
+		sb.DataSize = a.sb.DataSize // changed by a grow, the same on every member
 		sb.Role = raid.RoleActive
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
 			sb.Role = raid.RoleRebuilding
@@ -553,7 +554,7 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		sb, err := raid.ReadSuperblock(sp.File)
 		if err == nil {
 			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, raid.RoleSpare, 0, a.sb.Slots
-			sb.WholeEvents = a.sb.WholeEvents
+			sb.WholeEvents, sb.DataSize = a.sb.WholeEvents, a.sb.DataSize
 			err = raid.WriteSuperblock(sp.File, sb)
 		}
 		if err != nil {

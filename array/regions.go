@@ -266,6 +266,11 @@ func (g *regions) flush(mode region.FlushMode) error { return g.flushTo(mode, ni
 func (g *regions) flushTo(mode region.FlushMode, extra *raid.Member) error {
 	g.flushMu.Lock()
 	defer g.flushMu.Unlock()
+	return g.flushLocked(mode, extra)
+}
+
+// flushLocked is flushTo with flushMu held.
+func (g *regions) flushLocked(mode region.FlushMode, extra *raid.Member) error {
 	for {
 		g.mu.Lock()
 		gen, blocks, err := g.m.Flush(mode, g.blocks[:0])
