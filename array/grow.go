@@ -52,9 +52,10 @@ var ErrGrowBusy = errors.New("array busy")
 //     its old size with its old map (the map blocks decide when the header is of the other
 //     size); after it at the new size, with the new regions trimmed and nothing to resync.
 //
-// The array must be idle with writes: no write in flight (the device is not served, or its size
-// does not reach the new space yet and nothing writes). The caller tells the kernel of the new
-// size afterwards (ublk UPDATE_SIZE).
+// It may run while the array serves: steps 2 and 3 hold writes back (they park, as for a region a
+// sync job holds) and wait for those in flight, so the map is resized with none in flight, and
+// the layout changes to one that places every old byte where it was. The caller tells the kernel
+// of the new size afterwards (ublk UPDATE_SIZE), and of a smaller one before (PlanGrow).
 func (a *Array) Grow(o GrowOptions) (raid.GrowPlan, error) {
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
@@ -62,30 +63,26 @@ func (a *Array) Grow(o GrowOptions) (raid.GrowPlan, error) {
 	if err != nil {
 		return p, fmt.Errorf("grow array %s: %w", a.Name, err)
 	}
-	newMap, err := mapping.New(mapping.Geometry{Level: a.sb.Level, Layout: a.sb.Layout, ChunkBytes: int64(a.sb.ChunkSize),
+	sb := a.Superblock()
+	newMap, err := mapping.New(mapping.Geometry{Level: sb.Level, Layout: sb.Layout, ChunkBytes: int64(sb.ChunkSize),
 		MemberBytes: growMemberBytes(len(a.members), p.NewDataSize)})
 	if err != nil {
 		return p, fmt.Errorf("grow array %s: %w", a.Name, err)
 	}
-	if a.regions != nil {
-		// A dry run: what the map refuses (a write in flight) must refuse before any write.
-		g := a.regions
-		g.mu.Lock()
-		_, err = g.m.Resized(p.NewSize)
-		g.mu.Unlock()
-		if err != nil {
-			return p, fmt.Errorf("grow array %s: %w: %w", a.Name, ErrGrowBusy, err)
-		}
-	}
 	hit(FailpointGrowTrim)
 	if p.NewSize > p.OldSize && !plant.Is("growtrim") {
+		// Nothing reaches these bytes yet: the device ends before them.
 		if err := a.clearNewSpace(newMap, p); err != nil {
 			return p, fmt.Errorf("grow array %s: new space: %w (nothing changed: the array keeps its size)", a.Name, err)
 		}
 	}
-	if a.regions != nil && !plant.Is("growsb") {
-		if err := a.regions.resize(p.NewSize); err != nil {
-			return p, fmt.Errorf("grow array %s: region map: %w (the array keeps its size)", a.Name, err)
+	if a.regions != nil {
+		a.regions.holdWrites()
+		defer a.regions.releaseWrites()
+		if !plant.Is("growsb") {
+			if err := a.regions.resize(p.NewSize); err != nil {
+				return p, fmt.Errorf("grow array %s: region map: %w (the array keeps its size)", a.Name, err)
+			}
 		}
 	}
 	hit(FailpointGrowCommit)
@@ -108,8 +105,19 @@ func (a *Array) Grow(o GrowOptions) (raid.GrowPlan, error) {
 			return p, fmt.Errorf("grow array %s: region map: %w", a.Name, err)
 		}
 	}
-	a.m = newMap
+	a.mp.Store(newMap)
 	a.log.Info("grown", "old_size", p.OldSize, "new_size", p.NewSize, "data_size", p.NewDataSize)
+	return p, nil
+}
+
+// PlanGrow is what Grow would do now, without doing any of it.
+func (a *Array) PlanGrow(o GrowOptions) (raid.GrowPlan, error) {
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	p, err := a.planGrow(o)
+	if err != nil {
+		return p, fmt.Errorf("grow array %s: %w", a.Name, err)
+	}
 	return p, nil
 }
 
@@ -276,11 +284,11 @@ type readerAt struct{ a *Array }
 
 func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
 	a := r.a
-	if off < 0 || off >= a.m.Size() {
+	if off < 0 || off >= a.Map().Size() {
 		return 0, io.EOF
 	}
-	n := min(int64(len(p)), a.m.Size()-off)
-	pieces, err := a.m.Read(off, n, nil)
+	n := min(int64(len(p)), a.Map().Size()-off)
+	pieces, err := a.Map().Read(off, n, nil)
 	if err != nil {
 		return 0, err
 	}

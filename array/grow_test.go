@@ -3,8 +3,10 @@ package array
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -204,25 +206,99 @@ func TestGrowRefusals(t *testing.T) {
 	assert.Equal(t, size/2, a.Map().Size())
 }
 
-// TestGrowWaitsForNothingInFlight: a grow refuses while a write is in flight in the region map,
-// before it writes anything.
-func TestGrowRefusesWritesInFlight(t *testing.T) {
-	paths, _ := filledArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0})
-	for _, p := range paths {
-		require.NoError(t, os.Truncate(p, 20*mib))
+// TestGrowWhileWriting grows each redundant layout while its device takes writes, many of them
+// to the partial last region whose tail the grow zeroes: the writes park while the map is
+// resized, and every byte written, before, during and after, reads back, on the running array
+// and after a stop and an assemble.
+func TestGrowWhileWriting(t *testing.T) {
+	for _, c := range growCases[:4] {
+		t.Run(c.String(), func(t *testing.T) {
+			paths, model := filledArray(t, c)
+			for _, p := range paths {
+				growDevice(t, p, 20*mib)
+			}
+			a, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+			require.NoError(t, err)
+			h := harness(t, a)
+			require.NoError(t, a.MarkDirty())
+			old := int64(len(model))
+			stop := make(chan struct{})
+			done := make(chan int)
+			var wrote atomic.Int64
+			// The grow starts once writes flow, and commits only with a write parked behind it.
+			failpoint.Set(func(name string, _ failpoint.Span) {
+				switch name {
+				case FailpointGrowTrim:
+					testutil.WaitFor(t, "writes before the grow", func() bool { return wrote.Load() >= 20 })
+				case FailpointGrowCommit:
+					testutil.WaitFor(t, "a write parked by the grow", func() bool {
+						a.regions.mu.Lock()
+						defer a.regions.mu.Unlock()
+						return a.regions.lockWaiters != nil
+					})
+				}
+			})
+			defer failpoint.Set(nil)
+			go func() {
+				n := 0
+				rng := rand.New(rand.NewPCG(7, uint64(c.n)))
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					default:
+					}
+					// Half the writes land in the last MiB, near the end the grow extends.
+					ln := (rng.Int64N(64) + 1) * 512
+					off := rng.Int64N((old-ln)/512+1) * 512
+					if rng.IntN(2) == 0 {
+						off = old - ln - rng.Int64N(mib/512)*512
+					}
+					data := randomBytes(ln, uint64(n))
+					ublktest.Write(t, h, off, data)
+					copy(model[off:], data)
+					n++
+					wrote.Add(1)
+				}
+			}()
+			p, err := a.Grow(GrowOptions{})
+			failpoint.Set(nil)
+			close(stop)
+			writes := <-done
+			require.NoError(t, err)
+			assert.Positive(t, writes)
+			assert.Equal(t, p.NewSize, a.Map().Size())
+			h.SetSize(p.NewSize) // the kernel learns it (UPDATE_SIZE)
+			size := p.NewSize
+			for off := int64(0); off < size; off += harnessMaxIO {
+				n := min(harnessMaxIO, size-off)
+				want := make([]byte, n)
+				if off < old {
+					copy(want, model[off:])
+				}
+				require.True(t, bytes.Equal(want, ublktest.Read(t, h, off, int(n))), "bytes at %d", off)
+			}
+			// The new space takes writes.
+			ublktest.Write(t, h, size-4096, bytes.Repeat([]byte{7}, 4096))
+			ublktest.Flush(t, h)
+			require.NoError(t, h.Close())
+			require.NoError(t, a.MarkClean())
+			require.NoError(t, a.Close())
+			grownModel := make([]byte, size)
+			copy(grownModel, model)
+			copy(grownModel[size-4096:], bytes.Repeat([]byte{7}, 4096))
+			b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+			require.NoError(t, err)
+			defer b.Close()
+			assert.Equal(t, StateNameClean, b.Status("", 0).State)
+			h2 := harness(t, b)
+			for off := int64(0); off < size; off += harnessMaxIO {
+				n := min(harnessMaxIO, size-off)
+				require.True(t, bytes.Equal(grownModel[off:off+n], ublktest.Read(t, h2, off, int(n))), "after assemble, bytes at %d", off)
+			}
+		})
 	}
-	a, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
-	require.NoError(t, err)
-	defer a.Close()
-	a.regions.mu.Lock()
-	_, err = a.regions.m.BeginWrite(0, 512)
-	a.regions.mu.Unlock()
-	require.NoError(t, err)
-	_, err = a.Grow(GrowOptions{})
-	require.ErrorIs(t, err, ErrGrowBusy)
-	a.regions.mu.Lock()
-	require.NoError(t, a.regions.m.EndWrite(0, 512, true))
-	a.regions.mu.Unlock()
 }
 
 // growDevice makes the member file size bytes long, the bytes it gains full of old garbage, as a
