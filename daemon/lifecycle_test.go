@@ -50,6 +50,7 @@ func newFakeDevice(reissue bool) *fakeDevice {
 }
 
 func (d *fakeDevice) Start(context.Context) error { return nil }
+func (d *fakeDevice) UpdateSize(int64) error      { return ublk.ErrNotSupported }
 func (d *fakeDevice) StopUnused() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,36 +11,40 @@ import (
 	"uraid/array"
 	"uraid/daemon"
 	"uraid/internal/bytesize"
-	"uraid/raid"
 )
 
 type growOptions struct {
 	size  string
 	force bool
+	json  bool
 }
 
 func newGrowCommand() *cobra.Command {
 	var o growOptions
 	cmd := &cobra.Command{
 		Use:   "grow NAME --size max|SIZE [MEMBER...]",
-		Short: "Use the space of members that have grown (or shrink the array) without moving data",
-		Long: `Grow changes the size of a stopped array to SIZE, or with --size max to as much as its smallest
-device (member or spare) allows: after uraid replace put larger devices in, or the member devices
+		Short: "Use the space of members that have grown, or shrink the array, without moving data",
+		Long: `Grow changes the size of the array to SIZE, or with --size max to as much as its smallest device
+(member or spare) allows: after uraid replace put larger devices in, or the member devices
 themselves grew. No byte moves: the space past the old end is trimmed on every member and marked
 trimmed in the region map, never resynced. SIZE is the array's size (as blockdev --getsize64 shows
 it); one the layout cannot have exactly (raid0 and raid10 grow by a whole chunk per member) is
 rounded down, and grow says so. A smaller SIZE shrinks the array; one smaller than the ext4, XFS or
 btrfs on it is refused unless --force.
 
-The array must be stopped: stop it (uraid stop NAME; unmount first), grow it, and assemble it again,
-then grow the filesystem (resize2fs, xfs_growfs, btrfs filesystem resize). Growing a running
-array is not done yet. The members are found by their superblocks (as assemble --scan does)
-unless named. Refused, with the reason: raid10 f2 and linear of several members (their bytes
-would move), a degraded array, one whose resync, check or rebuild is unfinished, a size past the
-smallest device (named), members that have not grown, and sizes past what the region map's
-regions can describe (256 GiB for 1 MiB regions).`,
-		Example: `  uraid stop data && uraid grow data --size max && uraid assemble --scan data
-  uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde`,
+A running array grows through its daemon, while it serves: on Linux 6.16 and later its device
+grows at once (resize2fs, xfs_growfs or btrfs filesystem resize then grow a mounted filesystem).
+An older kernel cannot resize a running ublk device: the array grows, and its device shows the
+new size once it is made again (unmount, uraid stop NAME, uraid assemble --scan NAME); shrinking
+a running array needs 6.16. A stopped array grows in place: its members are found by their
+superblocks (as assemble --scan does) unless named.
+
+Refused, with the reason and nothing changed: raid10 f2 and linear of several members (their
+bytes would move), a degraded array, one whose resync, check, rebuild or replace is unfinished,
+a size past the smallest device (named), members that have not grown, and sizes past what the
+region map's regions can describe (256 GiB for 1 MiB regions).`,
+		Example: `  uraid grow data --size max && resize2fs /dev/ublkb0
+  uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped`,
 		Args:              arrayArgs(cobra.MinimumNArgs(1), false),
 		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +53,7 @@ regions can describe (256 GiB for 1 MiB regions).`,
 	}
 	cmd.Flags().StringVar(&o.size, "size", "", "the array's new size: max, or bytes with an optional K, M, G or T suffix (required)")
 	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
 	return cmd
 }
 
@@ -65,9 +71,16 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 		want = v
 	}
 	if _, running := runningDevice(cmd.Context(), name); running {
-		return fmt.Errorf("array %s is running: growing a running array is not done yet; unmount it, stop it "+
-			"(uraid stop %s), grow it (uraid grow %s --size %s), assemble it again (uraid assemble --scan %s), "+
-			"then grow its filesystem", name, name, name, o.size, name)
+		if len(members) > 0 {
+			return usageError{fmt.Errorf("array %s is running: its daemon knows its members; leave them out", name)}
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), memberTimeout)
+		defer cancel()
+		res, err := daemon.NewClient(name).Grow(ctx, daemon.GrowRequest{SizeBytes: want, Force: o.force})
+		if err != nil {
+			return err
+		}
+		return printGrow(cmd, o, name, res)
 	}
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err
@@ -102,20 +115,31 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 	if err != nil {
 		return err
 	}
-	return printGrow(cmd, name, p)
+	return printGrow(cmd, o, name, daemon.GrowResult{OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.NewDataSize,
+		Asked: p.Asked, Rounded: p.Rounded})
 }
 
-func printGrow(cmd *cobra.Command, name string, p raid.GrowPlan) error {
+func printGrow(cmd *cobra.Command, o *growOptions, name string, r daemon.GrowResult) error {
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), r)
+	}
 	verb := "grown"
-	if p.Shrinks() {
+	if r.NewSize < r.OldSize {
 		verb = "shrunk"
 	}
 	note := ""
-	if p.Rounded {
-		note = fmt.Sprintf(" (%s asked for, rounded down to what the layout can have)", bytesize.Format(p.Asked))
+	if r.Rounded {
+		note = fmt.Sprintf(" (%s asked for, rounded down to what the layout can have)", bytesize.Format(r.Asked))
 	}
-	_, err := fmt.Fprintf(cmd.OutOrStdout(), "uraid: array %s: %s from %s (%d bytes) to %s (%d bytes), %s of data on each member%s\n",
-		name, verb, bytesize.Format(p.OldSize), p.OldSize, bytesize.Format(p.NewSize), p.NewSize,
-		bytesize.Format(p.NewDataSize), note)
-	return err
+	w := cmd.OutOrStdout()
+	if _, err := fmt.Fprintf(w, "uraid: array %s: %s from %s (%d bytes) to %s (%d bytes), %s of data on each member%s\n",
+		name, verb, bytesize.Format(r.OldSize), r.OldSize, bytesize.Format(r.NewSize), r.NewSize,
+		bytesize.Format(r.DataSize), note); err != nil {
+		return err
+	}
+	if r.Note != "" {
+		_, err := fmt.Fprintf(w, "uraid: array %s: %s\n", name, r.Note)
+		return err
+	}
+	return nil
 }
