@@ -66,10 +66,10 @@ type regions struct {
 	lockWaiters *tagState
 	// holding holds back every write, as locked does those of one region: a grow resizes the
 	// map with none in flight (holdWrites).
-	holding bool
-	flushErr    error      // the last metadata write's failure, for status
-	fineMaps    [][]uint64 // discarded blocks per region (fineTrim); nil until the first
-	fineBytes   int64
+	holding   bool
+	flushErr  error      // the last metadata write's failure, for status
+	fineMaps  [][]uint64 // discarded blocks per region (fineTrim); nil until the first
+	fineBytes int64
 
 	// resync is true while some region needs resync: reads then look up whether they must come
 	// from the copy a resync copies from. Read without mu on the read path.
