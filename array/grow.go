@@ -70,7 +70,7 @@ func (a *Array) Grow(o GrowOptions) (raid.GrowPlan, error) {
 		return p, fmt.Errorf("grow array %s: %w", a.Name, err)
 	}
 	hit(FailpointGrowTrim)
-	if p.NewSize > p.OldSize && !plant.Is("growtrim") {
+	if p.NewSize > p.OldSize {
 		// Nothing reaches these bytes yet: the device ends before them.
 		if err := a.clearNewSpace(newMap, p); err != nil {
 			return p, fmt.Errorf("grow array %s: new space: %w (nothing changed: the array keeps its size)", a.Name, err)
@@ -79,10 +79,8 @@ func (a *Array) Grow(o GrowOptions) (raid.GrowPlan, error) {
 	if a.regions != nil {
 		a.regions.holdWrites()
 		defer a.regions.releaseWrites()
-		if !plant.Is("growsb") {
-			if err := a.regions.resize(p.NewSize); err != nil {
-				return p, fmt.Errorf("grow array %s: region map: %w (the array keeps its size)", a.Name, err)
-			}
+		if err := a.regions.resize(p.NewSize); err != nil {
+			return p, fmt.Errorf("grow array %s: region map: %w (the array keeps its size)", a.Name, err)
 		}
 	}
 	hit(FailpointGrowCommit)
@@ -98,12 +96,6 @@ func (a *Array) Grow(o GrowOptions) (raid.GrowPlan, error) {
 		a.sb.DataSize = oldData
 		a.sbMu.Unlock()
 		return p, fmt.Errorf("grow array %s: superblocks: %w", a.Name, err)
-	}
-	if a.regions != nil && plant.Is("growsb") {
-		// The planted defect: the map learns the new regions only after the commit point.
-		if err := a.regions.resize(p.NewSize); err != nil {
-			return p, fmt.Errorf("grow array %s: region map: %w", a.Name, err)
-		}
 	}
 	a.mp.Store(newMap)
 	a.log.Info("grown", "old_size", p.OldSize, "new_size", p.NewSize, "data_size", p.NewDataSize)
@@ -219,6 +211,10 @@ func (a *Array) clearNewSpace(m *mapping.Map, p raid.GrowPlan) error {
 				return err
 			}
 		}
+	}
+	if plant.Is("growtrim") {
+		// The planted defect: the trim begins a mebibyte below the old end, in the user's data.
+		zeroEnd = max(0, p.OldSize-1<<20)
 	}
 	if zeroEnd < p.NewSize {
 		ext, err := m.Discard(zeroEnd, p.NewSize-zeroEnd, nil, nil)

@@ -36,4 +36,6 @@
 //	          carry its fill's checkpoint: cut between the two, it resumes another's
 //	clean     the map's lazy work cleans regions without flushing the members first: a region
 //	          is clean on disk while its last writes are still in volatile caches
+//	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
+//	          of the user's data goes with it
 package plant
