@@ -26,6 +26,7 @@ type GrowRequest struct {
 // size asked for and whether it was rounded down, and the size of the block device, which is the
 // new size unless the kernel could not resize it live (Note then says what to do).
 type GrowResult struct {
+	Schema      int    `json:"schema"`
 	OldSize     int64  `json:"old_size_bytes"`
 	NewSize     int64  `json:"new_size_bytes"`
 	DataSize    int64  `json:"member_data_bytes"`
@@ -103,7 +104,7 @@ func (s *served) Grow(req GrowRequest) (GrowResult, error) {
 		}
 		return GrowResult{}, err
 	}
-	res := GrowResult{OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.NewDataSize, Asked: p.Asked, Rounded: p.Rounded,
+	res := GrowResult{Schema: Schema, OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.NewDataSize, Asked: p.Asked, Rounded: p.Rounded,
 		DeviceSize: p.NewSize, DeviceGrown: true}
 	if !p.Shrinks() {
 		err := s.dev.UpdateSize(p.NewSize)

@@ -115,7 +115,7 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 	if err != nil {
 		return err
 	}
-	return printGrow(cmd, o, name, daemon.GrowResult{OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.NewDataSize,
+	return printGrow(cmd, o, name, daemon.GrowResult{Schema: daemon.Schema, OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.NewDataSize,
 		Asked: p.Asked, Rounded: p.Rounded})
 }
 
