@@ -127,6 +127,6 @@ func (s *served) Grow(req GrowRequest) (GrowResult, error) {
 	if res.Note != "" {
 		msg += "; " + res.Note
 	}
-	s.event(OpGrow, msg)
+	s.event(EventGrown, msg)
 	return res, nil
 }
