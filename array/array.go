@@ -52,7 +52,9 @@ type Array struct {
 	sb   raid.Superblock // the newest superblock; sbMu guards its Events and State
 	sbMu sync.Mutex
 
-	m *mapping.Map
+	// mp is the array's layout. A grow replaces it with one that places every byte of the old
+	// one where it was (raid.PlanGrow), so a request mapped by either goes to the same place.
+	mp atomic.Pointer[mapping.Map]
 	// members holds the device of each slot (nil when missing). A slot's pointer changes only
 	// while the slot is out of service (failed or missing), under membersMu, before its state
 	// says it serves again: the I/O path reads it only for members in service. spares are the
@@ -309,7 +311,7 @@ func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (
 		return nil, fmt.Errorf("array %s: %d queues of depth %d", sb.Name, o.Queues, o.Depth)
 	}
 	a := &Array{
-		Name: sb.Name, sb: sb, m: m, members: members, opts: o, log: o.logger().With("array", sb.Name),
+		Name: sb.Name, sb: sb, members: members, opts: o, log: o.logger().With("array", sb.Name),
 		state:    make([]atomic.Int32, len(members)),
 		stats:    make([]memberStats, len(members)),
 		gran:     make([]mapping.Granularity, len(members)),
@@ -323,6 +325,7 @@ func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (
 		shadowMembers: make([]*raid.Member, len(members)),
 		events:        newEventQueue(),
 	}
+	a.mp.Store(m)
 	for i, mem := range members {
 		a.dataOff[i] = int64(sb.DataOffset)
 		if mem == nil {
@@ -416,7 +419,7 @@ func (a *Array) readableIn(st []MemberState) bool {
 			return slices.ContainsFunc(p.Copies[:p.N], func(e mapping.Extent) bool { return ok(e.Member) })
 		})
 	default:
-		for i := range a.m.Members() {
+		for i := range a.Map().Members() {
 			if !ok(i) {
 				return false
 			}
@@ -430,13 +433,13 @@ func (a *Array) readableIn(st []MemberState) bool {
 // placement of raid10's layouts; raid1's pieces all have the same copies.
 func (a *Array) probePieces(f func(p *mapping.Piece) bool) bool {
 	var pieces [1]mapping.Piece
-	unit := a.m.ChunkBytes()
+	unit := a.Map().ChunkBytes()
 	if unit <= 0 {
 		unit = mapping.SectorBytes
 	}
-	rows := min(a.m.Size()/unit, int64(2*a.m.Members()))
+	rows := min(a.Map().Size()/unit, int64(2*a.Map().Members()))
 	for c := range rows {
-		ps, err := a.m.Read(c*unit, unit, pieces[:0])
+		ps, err := a.Map().Read(c*unit, unit, pieces[:0])
 		if err != nil || len(ps) == 0 || !f(&ps[0]) {
 			return false
 		}
@@ -532,6 +535,7 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 			continue
 		}
 		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
+		sb.DataSize = a.sb.DataSize // changed by a grow, the same on every member
 		sb.Role = raid.RoleActive
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
 			sb.Role = raid.RoleRebuilding
@@ -553,7 +557,7 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		sb, err := raid.ReadSuperblock(sp.File)
 		if err == nil {
 			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, raid.RoleSpare, 0, a.sb.Slots
-			sb.WholeEvents = a.sb.WholeEvents
+			sb.WholeEvents, sb.DataSize = a.sb.WholeEvents, a.sb.DataSize
 			err = raid.WriteSuperblock(sp.File, sb)
 		}
 		if err != nil {
@@ -686,7 +690,7 @@ func (a *Array) Close() error {
 }
 
 // Map is the array's layout.
-func (a *Array) Map() *mapping.Map { return a.m }
+func (a *Array) Map() *mapping.Map { return a.mp.Load() }
 
 // Superblock returns a copy of the array's newest superblock.
 func (a *Array) Superblock() raid.Superblock {

@@ -541,7 +541,7 @@ func (s *syncer) rebuild(j *syncJob, t rebuildTarget, from int) error {
 		s.g.setCursor(region.Cursor{Action: action, Member: uint32(t.slot), Position: r + 1})
 		hit(FailpointRebuildCursor)
 	}
-	if plant.Is("B") && s.a.m.Copies() == 2 {
+	if plant.Is("B") && s.a.Map().Copies() == 2 {
 		for r := range settled {
 			settled[r] = true
 		}
@@ -568,12 +568,12 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 	if plant.Is("A") {
 		trimmed = early
 	}
-	whole := !t.shadow && s.a.m.Copies() == 2
+	whole := !t.shadow && s.a.Map().Copies() == 2
 	copied := false
 	for pos := off; pos < off+n; pos += syncStep {
 		step := min(int64(syncStep), off+n-pos)
 		var err error
-		j.pieces, err = s.a.m.Read(pos, step, j.pieces[:0])
+		j.pieces, err = s.a.Map().Read(pos, step, j.pieces[:0])
 		if err != nil {
 			return false, err
 		}
@@ -632,14 +632,14 @@ func (s *syncer) rebuildRegion(j *syncJob, t rebuildTarget, r int) (bool, error)
 // wholeOn reports whether filling t makes every copy of region r agree: each piece of r has two
 // copies, one of them on t's slot.
 func (s *syncer) wholeOn(t rebuildTarget, r int) (bool, error) {
-	if t.shadow || s.a.m.Copies() != 2 {
+	if t.shadow || s.a.Map().Copies() != 2 {
 		return false, nil
 	}
 	off, n := s.g.span(r)
 	var err error
 	var pieces []mapping.Piece
 	for pos := off; pos < off+n; pos += syncStep {
-		pieces, err = s.a.m.Read(pos, min(int64(syncStep), off+n-pos), pieces[:0])
+		pieces, err = s.a.Map().Read(pos, min(int64(syncStep), off+n-pos), pieces[:0])
 		if err != nil {
 			return false, err
 		}

@@ -295,7 +295,7 @@ func TestRebuildEveryLayout(t *testing.T) {
 			defer a.Close()
 			require.NoError(t, a.MarkDirty())
 			h := harness(t, a)
-			size := a.m.Size()
+			size := a.Map().Size()
 			want := randomBytes(size, uint64(c.n))
 			for off := int64(0); off < size; off += harnessMaxIO {
 				ublktest.Write(t, h, off, want[off:off+harnessMaxIO])
@@ -315,7 +315,7 @@ func TestRebuildEveryLayout(t *testing.T) {
 
 				f, err := os.Open(fresh)
 				require.NoError(t, err)
-				pieces, err := a.m.Read(0, size, nil)
+				pieces, err := a.Map().Read(0, size, nil)
 				require.NoError(t, err)
 				checked := int64(0)
 				for _, p := range pieces {
@@ -365,7 +365,7 @@ func TestRebuildSourceReadError(t *testing.T) {
 		require.NoError(t, a.MarkDirty())
 		h := harness(t, a)
 		want := bytes.Repeat([]byte{0x5a}, harnessMaxIO)
-		for off := int64(0); off < a.m.Size(); off += harnessMaxIO {
+		for off := int64(0); off < a.Map().Size(); off += harnessMaxIO {
 			ublktest.Write(t, h, off, want)
 		}
 		require.NoError(t, a.FailMember(paths[2]))
@@ -378,7 +378,7 @@ func TestRebuildSourceReadError(t *testing.T) {
 		assert.Equal(t, "active", st.Members[1].State)
 		assert.Equal(t, "failed", st.Members[0].State, "the unreadable source was read, and failed")
 		require.NoError(t, a.FailMember(paths[1]))
-		for off := int64(0); off < a.m.Size(); off += harnessMaxIO {
+		for off := int64(0); off < a.Map().Size(); off += harnessMaxIO {
 			require.Equal(t, want, ublktest.Read(t, h, off, harnessMaxIO), "at %d: read from the rebuilt member alone", off)
 		}
 	})
@@ -436,7 +436,7 @@ func TestRebuildReadsTheLeastStalledCopy(t *testing.T) {
 	defer a.Close()
 	require.NoError(t, a.MarkDirty())
 	h := harness(t, a)
-	size, rs := a.m.Size(), a.regions.m.RegionSize()
+	size, rs := a.Map().Size(), a.regions.m.RegionSize()
 	require.GreaterOrEqual(t, size/rs, int64(4))
 	for off := int64(0); off < size; off += harnessMaxIO {
 		ublktest.Write(t, h, off, bytes.Repeat([]byte{byte(off >> 18)}, harnessMaxIO))

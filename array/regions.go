@@ -64,9 +64,12 @@ type regions struct {
 	waiting     *tagState
 	locked      int
 	lockWaiters *tagState
-	flushErr    error      // the last metadata write's failure, for status
-	fineMaps    [][]uint64 // discarded blocks per region (fineTrim); nil until the first
-	fineBytes   int64
+	// holding holds back every write, as locked does those of one region: a grow resizes the
+	// map with none in flight (holdWrites).
+	holding   bool
+	flushErr  error      // the last metadata write's failure, for status
+	fineMaps  [][]uint64 // discarded blocks per region (fineTrim); nil until the first
+	fineBytes int64
 
 	// resync is true while some region needs resync: reads then look up whether they must come
 	// from the copy a resync copies from. Read without mu on the read path.
@@ -92,11 +95,11 @@ type regions struct {
 // when the superblocks say the array stopped cleanly, every region dirty (a full resync) when not.
 func loadRegions(a *Array, sb *raid.Superblock) (*regions, error) {
 	area := int64(sb.DataOffset) - mapAreaOffset
-	rs, err := region.ChooseRegionSize(a.m.Size(), area)
+	rs, err := region.ChooseRegionSize(a.Map().Size(), area)
 	if err != nil {
 		return nil, err
 	}
-	g := region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.m.Size(), RegionSize: rs}
+	g := region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.Map().Size(), RegionSize: rs}
 	var areas [][]byte
 	for i, mem := range a.members {
 		if mem == nil || !a.writable(i) {
@@ -108,7 +111,7 @@ func loadRegions(a *Array, sb *raid.Superblock) (*regions, error) {
 		}
 		areas = append(areas, buf)
 	}
-	m, rep, err := region.Load(sb.ArrayUUID, a.m.Size(), areas)
+	m, rep, err := region.Load(sb.ArrayUUID, a.Map().Size(), areas)
 	switch {
 	case errors.Is(err, region.ErrNotMap):
 		// Without a map nothing says what was written while a member was away, or what was
@@ -133,11 +136,11 @@ func loadRegions(a *Array, sb *raid.Superblock) (*regions, error) {
 // newRegionMap is the map of a new array: no region holds data of the array's user yet, so every
 // region counts as trimmed: a check has nothing to compare there and a rebuild nothing to copy.
 func newRegionMap(a *Array, sb *raid.Superblock) (*regions, error) {
-	rs, err := region.ChooseRegionSize(a.m.Size(), int64(sb.DataOffset)-mapAreaOffset)
+	rs, err := region.ChooseRegionSize(a.Map().Size(), int64(sb.DataOffset)-mapAreaOffset)
 	if err != nil {
 		return nil, err
 	}
-	m, err := region.New(region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.m.Size(), RegionSize: rs}, region.Trimmed)
+	m, err := region.New(region.Geometry{ArrayUUID: sb.ArrayUUID, ArraySize: a.Map().Size(), RegionSize: rs}, region.Trimmed)
 	if err != nil {
 		return nil, err
 	}
@@ -266,6 +269,11 @@ func (g *regions) flush(mode region.FlushMode) error { return g.flushTo(mode, ni
 func (g *regions) flushTo(mode region.FlushMode, extra *raid.Member) error {
 	g.flushMu.Lock()
 	defer g.flushMu.Unlock()
+	return g.flushLocked(mode, extra)
+}
+
+// flushLocked is flushTo with flushMu held.
+func (g *regions) flushLocked(mode region.FlushMode, extra *raid.Member) error {
 	for {
 		g.mu.Lock()
 		gen, blocks, err := g.m.Flush(mode, g.blocks[:0])
@@ -397,7 +405,7 @@ func (g *regions) beginWrite(r *ublk.Request, t *tagState) bool {
 		return true
 	}
 	g.mu.Lock()
-	if g.locked >= 0 && g.touchesLocked(r.Offset, r.Length) {
+	if g.holding || g.locked >= 0 && g.touchesLocked(r.Offset, r.Length) {
 		t.mapNext = g.lockWaiters
 		g.lockWaiters = t
 		g.mu.Unlock()
@@ -443,8 +451,8 @@ func (g *regions) endWrite(r *ublk.Request, t *tagState, ok bool) {
 	if !ok {
 		g.resync.Store(true)
 	}
-	if g.locked >= 0 {
-		g.cond.Broadcast() // the sync worker may be waiting for the writes on its region to end
+	if g.locked >= 0 || g.holding {
+		g.cond.Broadcast() // the sync worker or a grow may be waiting for writes to end
 	}
 	g.mu.Unlock()
 }
@@ -570,6 +578,28 @@ func (g *regions) lock(r int) (off, n int64) {
 func (g *regions) unlock() {
 	g.mu.Lock()
 	g.locked = -1
+	t := g.lockWaiters
+	g.lockWaiters = nil
+	g.mu.Unlock()
+	resumeTags(t)
+}
+
+// holdWrites parks every write that arrives from now on and waits until none is in flight: the
+// writes a flush must let go first are let go by the flusher, which holdWrites does not stop.
+func (g *regions) holdWrites() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.holding = true
+	for g.m.Writes() > 0 {
+		g.cond.Wait()
+	}
+}
+
+// releaseWrites lets the writes holdWrites parked go; each is admitted again, so one that
+// touches a region the sync worker holds waits for it.
+func (g *regions) releaseWrites() {
+	g.mu.Lock()
+	g.holding = false
 	t := g.lockWaiters
 	g.lockWaiters = nil
 	g.mu.Unlock()

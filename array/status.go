@@ -142,7 +142,7 @@ func (a *Array) Status(device string, pid int) Status {
 	sb := a.Superblock()
 	st := Status{
 		Name: a.Name, UUID: sb.ArrayUUID.String(), Level: sb.Level.ShortName(),
-		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.m.Size(), Device: device,
+		ChunkBytes: int64(sb.ChunkSize), SizeBytes: a.Map().Size(), Device: device,
 		DiscardMode: a.engine.Mode().String(), Events: sb.Events, CreateTime: time.Unix(0, sb.CreateTime).UTC(), PID: pid,
 		Discard: DiscardTotals{
 			Requests: a.discard.requests.Load(), Bytes: a.discard.bytes.Load(),

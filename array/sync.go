@@ -363,9 +363,9 @@ func (s *syncer) startJob(action string, opts SyncOptions, from int, t rebuildTa
 	}
 	s.g.mu.Unlock()
 	if action == SyncRebuild {
-		j.total = s.a.m.Size()
+		j.total = s.a.Map().Size()
 	}
-	j.total = min(j.total, s.a.m.Size())
+	j.total = min(j.total, s.a.Map().Size())
 	s.cur, s.wait = j, ""
 	s.wg.Add(1)
 	s.a.emit(s.jobEvent(j, EventSyncStarted, fmt.Sprintf("%s started (%d bytes)", action, j.total)))
@@ -521,7 +521,7 @@ func (s *syncer) region(j *syncJob, r int) error {
 	for pos := off; pos < off+n; pos += syncStep {
 		step := min(int64(syncStep), off+n-pos)
 		var err error
-		j.pieces, err = s.a.m.Read(pos, step, j.pieces[:0])
+		j.pieces, err = s.a.Map().Read(pos, step, j.pieces[:0])
 		if err != nil {
 			return err
 		}

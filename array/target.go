@@ -110,18 +110,18 @@ func (a *Array) Params() ublk.Params {
 	}
 	a.membersMu.Unlock()
 	p := ublk.Params{
-		Size:              a.m.Size(),
+		Size:              a.Map().Size(),
 		LogicalBlockSize:  uint32(lbs),
 		PhysicalBlockSize: uint32(max(lbs, 4096)),
 		// Members may cache writes: FLUSH and FUA must reach them.
 		VolatileCache: true,
 		FUA:           true,
 	}
-	if c := a.m.ChunkBytes(); c > 0 {
+	if c := a.Map().ChunkBytes(); c > 0 {
 		// Reads and writes never straddle a chunk, so each maps to one extent per copy.
 		p.ChunkSize = uint32(c)
 		p.IOMin = uint32(c)
-		if w := c * int64(a.m.Members()/a.m.Copies()); w&(w-1) == 0 && a.m.Members()%a.m.Copies() == 0 {
+		if w := c * int64(a.Map().Members()/a.Map().Copies()); w&(w-1) == 0 && a.Map().Members()%a.Map().Copies() == 0 {
 			p.IOOpt = uint32(w)
 		}
 	}
@@ -222,7 +222,7 @@ func (a *Array) widenResyncRead(p *mapping.Piece) {
 func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	var err error
 	t.read.Reset()
-	t.read.Pieces, err = a.m.Read(r.Offset, r.Length, t.read.Pieces)
+	t.read.Pieces, err = a.Map().Read(r.Offset, r.Length, t.read.Pieces)
 	if err != nil {
 		r.Complete(-int32(unix.EIO))
 		return
@@ -277,7 +277,7 @@ func (a *Array) prepRead(r *ublk.Request, t *tagState, i int) {
 
 func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 	var err error
-	t.exts, err = a.m.Write(r.Offset, r.Length, t.exts[:0])
+	t.exts, err = a.Map().Write(r.Offset, r.Length, t.exts[:0])
 	if err != nil {
 		r.Complete(-int32(unix.EIO))
 		return
@@ -380,7 +380,7 @@ func (a *Array) serveFlush(r *ublk.Request, t *tagState) {
 }
 
 func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
-	exts, err := a.m.Discard(r.Offset, r.Length, a.gran, t.disc.Extents[:0])
+	exts, err := a.Map().Discard(r.Offset, r.Length, a.gran, t.disc.Extents[:0])
 	t.disc.Extents = exts
 	if err != nil {
 		r.Complete(-int32(unix.EIO))

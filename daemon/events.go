@@ -22,6 +22,7 @@ const (
 	EventStopped      = "array_stopped"
 	EventDeviceFailed = "device_failed"
 	EventDropped      = "events_dropped"
+	EventGrown        = "array_grown" // uraid grow changed the array's size
 	// EventWatching opens every watcher's stream: what the array is doing as it starts to watch.
 	EventWatching = "watching"
 )

@@ -37,6 +37,9 @@ type fakeDevice struct {
 	drains    int
 	endDrains int
 	abandoned bool
+	// sizes lists the sizes UpdateSize was asked for; updateErr is its answer.
+	sizes     []int64
+	updateErr error
 	failed    chan struct{}
 	err       error
 }
@@ -50,6 +53,12 @@ func newFakeDevice(reissue bool) *fakeDevice {
 }
 
 func (d *fakeDevice) Start(context.Context) error { return nil }
+func (d *fakeDevice) UpdateSize(size int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sizes = append(d.sizes, size)
+	return d.updateErr
+}
 func (d *fakeDevice) StopUnused() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -39,6 +39,7 @@ type device interface {
 	Flags() ublk.Flags
 	ZeroCopy() ublk.ZeroCopyStatus
 	BatchIO() ublk.BatchIOStatus
+	UpdateSize(int64) error
 }
 
 // served is an array with its device, as the control socket sees it. Its lifecycle (stop,

@@ -74,7 +74,7 @@ func Listen(name string) (*Server, error) {
 }
 
 // Serve answers on the socket until Close: GET /status, GET /metrics from reg, POST /stop, POST
-// /handover, POST /fail, /remove, /add and /replace (members.go), and with hooks POST
+// /handover, POST /fail, /remove, /add and /replace (members.go), POST /grow (grow.go), and with hooks POST
 // /debug/fail-queue.
 func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	mux := http.NewServeMux()
@@ -97,6 +97,7 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	mux.HandleFunc("POST /stop", action(a.Stop))
 	mux.HandleFunc("POST /handover", action(a.Handover))
 	serveMembers(mux, a)
+	serveGrow(mux, a)
 	if hooks {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}

@@ -114,7 +114,13 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		}
 	}
 	for _, m := range group {
-		if d := assemblyGeometryDiff(m.SB, ref); d != "" {
+		d := assemblyGeometryDiff(m.SB, ref)
+		if d == geoDataSize && m.SB.Events < ref.Events {
+			// A device that left before the array grew (or shrank) carries the data size of its
+			// time: it is stale or superseded by its events, below, not of another geometry.
+			continue
+		}
+		if d != "" {
 			errs = append(errs, fmt.Errorf("member %s (index %d, events %d): %w: %s, but newest member %s (events %d) says %s: "+
 				"these superblocks cannot describe one array; leave the odd one out or re-create the array",
 				m.Path, m.SB.Index, m.SB.Events, ErrGeometryMismatch, describeGeometryField(m.SB, d), newest.Path, ref.Events, describeGeometryField(ref, d)))

@@ -455,3 +455,32 @@ func TestPropertyAssembly(t *testing.T) {
 		require.Equal(t, a.Degraded(), err != nil)
 	})
 }
+
+// TestCheckAssemblyGrownPast: a device that left before the array grew carries the old data size;
+// it is stale by its events, not of another geometry, and the rest assembles. One one update
+// behind (the grow's superblock write did not reach it) and named in the slot table is current.
+// The same data size difference at equal events is a mismatch still.
+func TestCheckAssemblyGrownPast(t *testing.T) {
+	ms := testArray(t, 2, func(sb *Superblock) {
+		sb.Level, sb.Layout, sb.ChunkSize, sb.Events = mapping.RAID1, mapping.NoLayout, 0, 57
+	})
+	ms[0].SB.DataSize *= 2
+	ms[1].SB.Events = 41
+	a, err := CheckAssembly(ms)
+	require.ErrorIs(t, err, ErrStaleMember)
+	assert.NotErrorIs(t, err, ErrGeometryMismatch)
+	require.NotNil(t, a)
+	assert.Equal(t, []MemberSB{ms[1]}, a.Stale)
+	assert.Equal(t, ms[0].SB.DataSize, a.Newest.DataSize)
+
+	ms[1].SB.Events = 56
+	ms[0].SB.Slots = []uint64{ms[0].SB.MemberUUID.Tag(), ms[1].SB.MemberUUID.Tag()}
+	ms[1].SB.Slots = ms[0].SB.Slots
+	a, err = CheckAssembly(ms)
+	require.NoError(t, err, "one update behind, named in the newest slot table: current")
+	assert.Equal(t, ms[0].SB.DataSize, a.Newest.DataSize)
+
+	ms[1].SB.Events = 57
+	_, err = CheckAssembly(ms)
+	require.ErrorIs(t, err, ErrGeometryMismatch)
+}

@@ -77,7 +77,7 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 			p = rng.IntN(16) // idle: the workload and the sync jobs run
 		}
 		if calm {
-			p = []int{0, 50, 70}[rng.IntN(3)] // idle, fill a slot, check
+			p = []int{0, 50, 70, 89}[rng.IntN(4)] // idle, fill a slot, check, grow
 		} else if first {
 			// Right after an assemble, before the resync is done: a member failing now is what
 			// leaves other pairs' regions for the resync after the rebuild.
@@ -127,6 +127,8 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 		case p < 88:
 			w.cut(endKill, "at a random moment")
 			return
+		case p < 91:
+			w.grow(rng, calm)
 		}
 		first0 = -1
 		w.recordMembers(w.a)
@@ -740,4 +742,33 @@ func garbageStory(b []byte, blk int64) string {
 		}
 	}
 	return fmt.Sprintf(" (differs from its write in bytes [%d, %d])", first, last)
+}
+
+// growRoom is how much larger than the array's first data area each disk is: the room grows
+// take, a little at a time, over a run.
+const growRoom = 4 << 20
+
+// grow grows the array by half a region to two regions (a partial last region now and then),
+// while the workload runs, and tells the queue of the new size as the kernel's UPDATE_SIZE does.
+// A power loss armed at one of its failpoints cuts it at that step. Refusals (no room left, a
+// degraded array, a sync job under way) change nothing.
+func (w *world) grow(rng *rand.Rand, calm bool) {
+	if calm {
+		// A calm epoch's rebuilds run to their end: the grow waits for them, as an operator would.
+		w.a.WaitSync()
+	}
+	if !w.whole() {
+		return
+	}
+	want := w.a.Map().Size() + int64(1+rng.IntN(4))*w.regionBytes/2
+	p, err := w.a.Grow(array.GrowOptions{Size: want})
+	if err != nil {
+		w.logf("grow to %d bytes not done: %v", want, err)
+		return
+	}
+	w.h.SetSize(p.NewSize)
+	w.blocks.Store(p.NewSize / Block)
+	w.dataEnd = w.dataOff + p.NewDataSize
+	w.stats.Grows++
+	w.logf("grown from %d to %d bytes", p.OldSize, p.NewSize)
 }

@@ -79,10 +79,10 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		case p < 97:
 			first = w.blockIn(w.liveRegions)
 		default:
-			first = w.rng.Int64N(w.blocks) // free space taken into use
+			first = w.rng.Int64N(w.blocks.Load()) // free space taken into use
 		}
 	}
-	nb := min(int64(1+w.rng.IntN(8)), w.blocks-first)
+	nb := min(int64(1+w.rng.IntN(8)), w.blocks.Load()-first)
 	*t = inflight{first: first, n: nb, busy: true}
 	p := w.rng.IntN(100)
 	if aim != nil {
@@ -108,7 +108,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 		rb := w.regionBytes / Block
 		if n := len(w.fstrim); n > 0 {
 			t.first, w.fstrim = int64(w.fstrim[n-1])*rb, w.fstrim[:n-1]
-			t.n = min(rb, w.blocks-t.first)
+			t.n = min(rb, w.blocks.Load()-t.first)
 		} else if aim != nil {
 			t.first, t.n = aim.Off/Block, aim.Len/Block
 		} else {
@@ -117,7 +117,7 @@ func (w *world) startRequest(tag uint16, t *inflight) {
 				regions = w.liveRegions
 			}
 			t.first = w.blockIn(regions) / rb * rb
-			t.n = min(rb*int64(1+w.rng.IntN(2)), w.blocks-t.first)
+			t.n = min(rb*int64(1+w.rng.IntN(2)), w.blocks.Load()-t.first)
 		}
 		w.stats.Discards++
 		w.stats.Sweeps++

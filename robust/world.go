@@ -52,6 +52,7 @@ type Stats struct {
 	Moods                                      [4]int // epochs of each mood: storm, calm, heal, checkpoint
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
+	Grows                                      int
 	Checks, Verified, CopyReads                int
 	// SyncWait is the time spent waiting for sync jobs to end (verify) or a rebuild to finish
 	// (swap back): a third of a run, as a rebuild resumed after each restart copies again.
@@ -61,9 +62,9 @@ type Stats struct {
 
 func (s Stats) String() string {
 	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing, %d checkpoint): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
-		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
+		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
 		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.Moods[3], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
-		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
+		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
 // Failure is what a run found.
@@ -131,8 +132,9 @@ type world struct {
 	quiet atomic.Bool
 	// unaimed: a rebuild's steps are not held for requests aimed at their span, so that it
 	// moves on while the epoch serves (a checkpoint epoch's reads would seldom come to free it).
-	unaimed  bool
-	blocks   int64
+	unaimed bool
+	// blocks is the array's size in Block units, which a grow changes while the workload runs.
+	blocks   atomic.Int64
 	inflight int
 	// mapWrites counts the region map's flushes begun (FailpointMapFlush), for a cut that waits
 	// for one (fpCrash.afterMapWrite).
@@ -229,7 +231,7 @@ func Run(cfg Config, dir string) (*Failure, Stats, error) {
 func (w *world) blockIn(regions []int) int64 {
 	rb := w.regionBytes / Block
 	r := int64(regions[w.rng.IntN(len(regions))])
-	return min(w.blocks-1, r*rb+w.rng.Int64N(rb))
+	return min(w.blocks.Load()-1, r*rb+w.rng.Int64N(rb))
 }
 
 // The line goes to the array's log too (slog.Default(), which the array logs to unless told
@@ -268,7 +270,8 @@ func (w *world) path(name string) string { return w.fs.Path(name) }
 func (w *world) name(path string) string { return filepath.Base(path) }
 
 func (w *world) run() error {
-	diskSize := w.cfg.Size + 4<<20 // superblock, map, and the data offset's rounding
+	// The superblock, the map and the data offset's rounding, and room for grows (growRoom).
+	diskSize := w.cfg.Size + 4<<20 + growRoom
 	var members []string
 	for i := range w.cfg.Members {
 		n := fmt.Sprintf("%s%d", dataDisk, i)
@@ -292,15 +295,14 @@ func (w *world) run() error {
 	if err != nil {
 		return fmt.Errorf("new array: %w", err)
 	}
-	w.blocks = a.Map().Size() / Block
 	w.dataOff = int64(a.Superblock().DataOffset)
-	w.dataEnd = w.dataOff + int64(a.Superblock().DataSize)
+	w.blocks.Store(a.Map().Size() / Block)
 	w.regionBytes = a.Status("", 0).Regions.RegionBytes
 	// The hot blocks lie in half of the regions, as a filesystem's busy metadata and files do:
 	// the others are written seldom, so a sweep leaves them trimmed for a while, and the healing
 	// paths meet trimmed regions as they would on a real array.
 	regionBlocks := w.regionBytes / Block
-	regions := w.rng.Perm(int((w.blocks + regionBlocks - 1) / regionBlocks))
+	regions := w.rng.Perm(int((w.blocks.Load() + regionBlocks - 1) / regionBlocks))
 	w.liveRegions, w.free = regions[:max(1, len(regions)/2)], regions[len(regions)/2:]
 	for range 48 {
 		w.hot = append(w.hot, w.blockIn(w.liveRegions))
@@ -354,6 +356,9 @@ func (w *world) serve(a *array.Array, unclean bool) error {
 	w.recordMu.Lock()
 	w.live = a
 	w.recordMu.Unlock()
+	// An epoch serves the size the array has now: one a grow before a cut committed, or not.
+	w.blocks.Store(a.Map().Size() / Block)
+	w.dataEnd = w.dataOff + int64(a.Superblock().DataSize)
 	w.a = a
 	st := a.Status("", 0)
 	w.logf("epoch %d serves %v; regions %+v; map idle %v", w.stats.Epochs, st.InService(), *st.Regions, w.mapIdle)
@@ -739,6 +744,7 @@ func (w *world) awaitMapWrite() {
 var failpoints = []string{
 	array.FailpointRebuildRegion, array.FailpointRebuildCursor, array.FailpointResyncRegion,
 	array.FailpointFailed, array.FailpointMapFlush,
+	array.FailpointGrowTrim, array.FailpointGrowMap, array.FailpointGrowCommit,
 	"superblock-write", "map-write", "data-write", "disk-flush",
 }
 

@@ -270,3 +270,9 @@ func (c *control) startUserRecovery(id uint32) error {
 func (c *control) endUserRecovery(id uint32, pid int) error {
 	return c.do(uapi.UBLK_U_CMD_END_USER_RECOVERY, uapi.CtrlCmd{DevID: id, QueueID: anyQueue, Data: uint64(pid)}, nil)
 }
+
+// updateSize sets the live device's size to sectors (Linux 6.16, UBLK_F_UPDATE_SIZE): the kernel
+// sets the disk's capacity and tells its users (a uevent, resize2fs sees the new size).
+func (c *control) updateSize(id uint32, sectors uint64) error {
+	return c.do(uapi.UBLK_U_CMD_UPDATE_SIZE, uapi.CtrlCmd{DevID: id, QueueID: anyQueue, Data: sectors}, nil)
+}

@@ -266,7 +266,10 @@ func (d *Device) startRecovery(ctx context.Context) error {
 	if err := d.ctrl.getParams(id, &kp); err != nil {
 		return err
 	}
-	if kp.Basic.DevSectors != uint64(d.params.Size)>>9 || kp.Basic.LogicalBsShift != log2(d.params.logical()) {
+	// A device smaller than the target is one whose array grew while the kernel kept the old size
+	// (a kernel without UPDATE_SIZE, or a server that died before it could tell it): the target
+	// serves every byte of it.
+	if kp.Basic.DevSectors > uint64(d.params.Size)>>9 || kp.Basic.LogicalBsShift != log2(d.params.logical()) {
 		return fmt.Errorf("ublk recover dev %d: it has %d sectors of %d bytes, the target %d bytes in blocks of %d: not the same device",
 			id, kp.Basic.DevSectors, 1<<kp.Basic.LogicalBsShift, d.params.Size, d.params.logical())
 	}
@@ -316,6 +319,46 @@ func (d *Device) startRecovery(ctx context.Context) error {
 	}
 	d.live, d.added = true, true
 	return waitBlockNode(ctx, BlockPath(id))
+}
+
+// UpdateSize changes the size of the live device to size bytes (a multiple of its logical block)
+// without stopping it: its target must already serve every byte of the new size. Kernels before
+// 6.16 lack the command: the error then wraps ErrNotSupported, and the device keeps its size
+// until it is made again.
+func (d *Device) UpdateSize(size int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.live || d.stopped {
+		return fmt.Errorf("ublk update size of dev %d: the device does not serve", d.id)
+	}
+	if size <= 0 || size%int64(d.params.logical()) != 0 {
+		return fmt.Errorf("ublk update size of dev %d: %d bytes is not a positive multiple of its %d-byte blocks", d.id, size, d.params.logical())
+	}
+	// The queues take requests up to the larger size from before the kernel may send them until
+	// after it no longer does.
+	if size > d.params.Size {
+		d.setQueueSize(size)
+	}
+	err := d.ctrl.updateSize(d.id, uint64(size)>>9)
+	if err != nil {
+		d.setQueueSize(d.params.Size)
+	}
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY) {
+		return fmt.Errorf("ublk update size of dev %d: %w: kernel %s cannot resize a live ublk device (UPDATE_SIZE is Linux 6.16's): %v",
+			d.id, ErrNotSupported, kernelRelease(), err)
+	}
+	if err != nil {
+		return fmt.Errorf("ublk update size of dev %d: %w", d.id, err)
+	}
+	d.params.Size = size
+	d.setQueueSize(size)
+	return nil
+}
+
+func (d *Device) setQueueSize(size int64) {
+	for _, q := range d.queues {
+		q.size.Store(size)
+	}
 }
 
 // makeQueues makes n queues of depth tags with maxIO-byte buffers: all

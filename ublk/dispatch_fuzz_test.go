@@ -28,7 +28,7 @@ func FuzzDispatch(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer h.Close()
-	h.q.size = size
+	h.q.size.Store(size)
 
 	f.Fuzz(func(t *testing.T, opFlags, nr uint32, start uint64) {
 		target.n = 0

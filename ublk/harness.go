@@ -92,6 +92,9 @@ func newHarness(t Target, depth, maxIOBytes int, zeroCopy bool) (*Harness, error
 // mode: NewZeroCopyHarness with a target that can be.
 func (h *Harness) ZeroCopy() bool { return h.q.mode.zeroCopy() }
 
+// SetSize changes the size of the device the harness plays, as ublk UPDATE_SIZE does.
+func (h *Harness) SetSize(size int64) { h.q.size.Store(size) }
+
 // Buf is tag's request buffer: fill it before starting a WRITE, read it
 // after a READ finished.
 func (h *Harness) Buf(tag uint16) []byte { return h.q.bufs[tag] }

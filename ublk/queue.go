@@ -44,7 +44,8 @@ type queue struct {
 	charFd int32
 	target Target
 	rt     RingTarget // target's ring side, or nil
-	size   int64      // device size in bytes
+	// size is the device's size in bytes; UpdateSize changes it while the queue serves.
+	size atomic.Int64
 
 	ring    *uring.Ring
 	iods    []uapi.IODesc // shared with the kernel, read-only; views descMem
@@ -127,7 +128,6 @@ type queue struct {
 func newQueue(id uint16, depth int, target Target, size int64) *queue {
 	q := &queue{
 		id:      id,
-		size:    size,
 		depth:   depth,
 		charFd:  -1,
 		target:  target,
@@ -144,6 +144,7 @@ func newQueue(id uint16, depth int, target Target, size int64) *queue {
 	for tag := range q.reqs {
 		q.reqs[tag] = Request{Queue: id, Tag: uint16(tag), q: q}
 	}
+	q.size.Store(size)
 	return q
 }
 
@@ -491,7 +492,7 @@ func (q *queue) dispatch(tag uint16) {
 	// max_sectors keeps reads and writes within the tag's buffer. Targets
 	// may rely on both, so a descriptor that says otherwise is failed here
 	// rather than trusted.
-	if start > uint64(q.size)>>9 || r.Length > q.size-r.Offset {
+	if size := q.size.Load(); start > uint64(size)>>9 || r.Length > size-r.Offset {
 		q.complete(tag, -int32(unix.EIO))
 		return
 	}

@@ -64,7 +64,7 @@ range per member and sent to the members concurrently.`,
 		newRecoverCommand(), newRestartCommand(), newStopCommand(), newListCommand(), newStatusCommand(),
 		newDetailCommand(), newExamineCommand(), newMonitorCommand(), newUdevInfoCommand(),
 		newCheckCommand(), newWaitCommand(), newMetricsCommand(), newZeroSuperblockCommand())
-	root.AddCommand(newFailCommand(), newRemoveCommand(), newAddCommand(), newReplaceCommand())
+	root.AddCommand(newFailCommand(), newRemoveCommand(), newAddCommand(), newReplaceCommand(), newGrowCommand())
 	return root
 }
 

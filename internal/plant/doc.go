@@ -41,4 +41,6 @@
 //	steer     a read is steered by its copies' I/O in progress alone, their TRIMs in flight
 //	          left out: it goes to a member whose TRIM stalls it although its mirror would
 //	          serve it sooner
+//	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
+//	          of the user's data goes with it
 package plant

@@ -1,0 +1,121 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"uraid/daemon"
+	"uraid/internal/testutil"
+)
+
+// TestE2EGrow is an array outliving its first disks: a raid10 of four file members, ext4 mounted
+// with -o discard and files on it, has every member replaced by one twice as large (each rebuild
+// waited for), then uraid grow --size max. On Linux 6.16 and later the device grows while the
+// filesystem stays mounted and resize2fs grows it online; on older kernels the array grows, grow
+// says the device keeps its size until it is made again, and the documented path (unmount, stop,
+// assemble) shows the new size, where resize2fs grows it. Every file verifies, the new space is
+// trimmed in the region map and nothing is resynced, and e2fsck is clean.
+func TestE2EGrow(t *testing.T) {
+	needGuest(t)
+	uraidBin(t)
+	start := time.Now()
+	const small, large = 48 << 20, 96 << 20
+	paths, _ := memberSet(t, "file", 4, small)
+	r := &rebuildArray{t: t, name: "grow10", mnt: t.TempDir()}
+	out := uraid(t, append([]string{"create", r.name, "--level", "10", "--chunk", "64K"}, paths...)...)
+	r.dev = strings.TrimSpace(out)
+	require.True(t, strings.HasPrefix(r.dev, "/dev/ublkb"), "create printed %q", out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(daemon.LogPath(r.name)); err == nil {
+				t.Logf("daemon log of %s:\n%s", r.name, b)
+			}
+		}
+		exec.Command("umount", r.mnt).Run()
+		exec.Command(uraidBin(t), "stop", r.name).Run()
+	})
+	oldSize := deviceBytes(t, r.dev)
+	sh(t, "mkfs.ext4", "-q", "-F", r.dev)
+	sh(t, "mount", "-o", "discard", r.dev, r.mnt)
+	sums := map[string]string{}
+	for i := range 8 {
+		p := filepath.Join(r.mnt, fmt.Sprintf("file%d", i))
+		sums[p] = writeRandomFile(t, p, 2<<20)
+	}
+
+	// Every member is replaced by a larger one while the filesystem stays mounted.
+	dir := t.TempDir()
+	var bigger []string
+	for i, old := range paths {
+		p := testutil.SparseFile(t, dir, fmt.Sprintf("big%d", i), large)
+		assert.Contains(t, uraid(t, "replace", r.name, old, p), "rebuilding")
+		r.waitWhole(fmt.Sprintf("replace of member %d", i))
+		bigger = append(bigger, p)
+	}
+	assert.Equal(t, oldSize, deviceBytes(t, r.dev), "replacing members alone does not grow the array")
+
+	out = uraid(t, "grow", r.name, "--size", "max", "--json")
+	var res daemon.GrowResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	t.Logf("grow: %+v", res)
+	assert.Equal(t, oldSize, res.OldSize)
+	// 95 MiB of data on each member, in whole 64 KiB chunks, two copies over four members.
+	assert.Equal(t, int64(2*(large-(1<<20))), res.NewSize)
+	st := r.status()
+	require.NotNil(t, st.Regions)
+	assert.Equal(t, 0, st.Regions.NeedResync, "the new space is never resynced")
+	newRegions := int((res.NewSize - oldSize) / st.Regions.RegionBytes)
+	assert.GreaterOrEqual(t, st.Regions.Trimmed, newRegions, "the new regions are trimmed in the map: %+v", st.Regions)
+	assert.Equal(t, res.NewSize, st.SizeBytes)
+
+	major, minor, _ := parseRelease(kernelRelease(t))
+	if major > 6 || major == 6 && minor >= 16 {
+		require.True(t, res.DeviceGrown, "Linux %d.%d resizes a live ublk device: %+v", major, minor, res)
+		assert.Equal(t, res.NewSize, deviceBytes(t, r.dev), "the device grew without a stop")
+		sh(t, "resize2fs", r.dev) // online, mounted
+	} else {
+		require.False(t, res.DeviceGrown, "%+v", res)
+		assert.Contains(t, res.Note, "uraid stop "+r.name)
+		assert.Equal(t, oldSize, deviceBytes(t, r.dev), "the device keeps its size until it is made again")
+		// The documented path: unmount, stop, assemble, mount, resize2fs.
+		sh(t, "umount", r.mnt)
+		uraid(t, "stop", r.name)
+		r.dev = strings.TrimSpace(uraid(t, append([]string{"assemble", r.name}, bigger...)...))
+		assert.Equal(t, res.NewSize, deviceBytes(t, r.dev))
+		sh(t, "mount", "-o", "discard", r.dev, r.mnt)
+		sh(t, "resize2fs", r.dev)
+	}
+	fsBlocks := strings.TrimSpace(sh(t, "stat", "-f", "-c", "%b %S", r.mnt))
+	var blocks, bs int64
+	_, err := fmt.Sscan(fsBlocks, &blocks, &bs)
+	require.NoError(t, err)
+	assert.Greater(t, blocks*bs, oldSize, "the filesystem grew past the old array: %s", fsBlocks)
+	// The new space takes data.
+	sums[filepath.Join(r.mnt, "after")] = writeRandomFile(t, filepath.Join(r.mnt, "after"), 96<<20)
+	dropCaches(t)
+	for p, want := range sums {
+		assert.Equal(t, want, fileSum(t, p), p)
+	}
+	sh(t, "umount", r.mnt)
+	sh(t, "e2fsck", "-f", "-n", r.dev)
+	assert.Equal(t, 0, r.status().Regions.NeedResync)
+	t.Logf("grow life on Linux %s took %s", kernelRelease(t), time.Since(start).Round(time.Millisecond))
+}
+
+// deviceBytes is a block device's size as the kernel has it now.
+func deviceBytes(t *testing.T, dev string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(strings.TrimSpace(sh(t, "blockdev", "--getsize64", dev)), 10, 64)
+	require.NoError(t, err)
+	return n
+}
