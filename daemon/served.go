@@ -39,6 +39,7 @@ type device interface {
 	Flags() ublk.Flags
 	ZeroCopy() ublk.ZeroCopyStatus
 	BatchIO() ublk.BatchIOStatus
+	QueueCounts() []ublk.QueueCounts
 }
 
 // served is an array with its device, as the control socket sees it. Its lifecycle (stop,
@@ -93,6 +94,7 @@ func (s *served) status() Status {
 	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
 	bio := s.dev.BatchIO()
 	st.BatchIO, st.BatchIOReason = bio.On, bio.Reason
+	st.Cost = costOf(s.dev.QueueCounts())
 	st.Recovery = RecoveryStatus{Enabled: s.flags.UserRecovery(), Reissue: s.flags.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
 	return st
 }

@@ -120,6 +120,12 @@ type queue struct {
 	// must then sleep for a commit's CQE instead of returning to them.
 	commitBlocked bool
 
+	// enters counts the io_uring_enter calls of the queue's ring (its
+	// only one on the hot path), tid is the thread the queue goroutine is
+	// locked to: both for QueueCounts, read from other goroutines.
+	enters atomic.Uint64
+	tid    atomic.Int32
+
 	// err is why the queue goroutine stopped early; read after it exits.
 	err error
 }
@@ -221,13 +227,14 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 	// returns the thread exits with it, which is what the kernel expects
 	// of a queue whose device is gone.
 	runtime.LockOSThread()
+	q.tid.Store(int32(unix.Gettid()))
 
 	// Writeback to this device may wait on this thread; without the flag
 	// its own allocations could recurse into that writeback and deadlock.
 	// Best effort: older kernels and unprivileged callers lack it.
 	_ = unix.Prctl(unix.PR_SET_IO_FLUSHER, 1, 0, 0, 0)
 
-	ring, err := uring.New(ringEntries(q.depth), uring.WithFlags(queueRingFlags))
+	ring, err := uring.New(ringEntries(q.depth), uring.WithFlags(queueRingFlags), uring.WithEnterCounter(&q.enters))
 	if err != nil {
 		ready <- fmt.Errorf("ublk queue %d: %w", q.id, err)
 		return
