@@ -24,6 +24,8 @@ type System struct {
 	ZeroCopy string
 	// BatchIO is uraid's URAID_BATCH_IO ("" for the default).
 	BatchIO string
+	// Env is added to uraid's environment.
+	Env []string
 }
 
 func mdSystem(level mapping.Level) System {
@@ -90,6 +92,7 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 	if sys.BatchIO != "" {
 		env = append(env, daemon.BatchIOEnv+"="+sys.BatchIO)
 	}
+	env = append(env, sys.Env...)
 	out, err := runEnv(ctx, env, r.cfg.URaid, createArgs(sys, members, drives)...)
 	if err != nil {
 		return nil, err

@@ -8,5 +8,7 @@ tests/vm/vm modprobe raid10
 # for (g) (the fifth replaces a member), which serves them through dm-linear.
 tests/vm/vm modprobe brd rd_nr=5 rd_size=262144
 tests/vm/vm modprobe dm_mod
+# The members of scenario (h): memory-backed null_blk, whose I/O costs next to nothing.
+tests/vm/vm modprobe null_blk nr_devices=4 memory_backed=1 gb=1
 export URAID_RUN_DIR=/run/uraid
 exec build/benchrun "$@"

@@ -24,7 +24,14 @@ type Config struct {
 	// AllowBusy keeps figures measured while the guest's CPU speed moved
 	// (see ErrBusy) instead of refusing the run.
 	AllowBusy bool
-	Log       io.Writer
+	// PeerUblk is the reference ublk server's command (bench/peer-ublksrv.sh builds it), which
+	// scenario (h) measures beside uraid; empty to measure uraid alone.
+	PeerUblk string
+	// CostEnv, when set, adds to scenario (h) uraid run with these environment variables
+	// ("GOMAXPROCS=4"), beside uraid as it runs by default: how a runtime setting is chosen by
+	// measurement.
+	CostEnv []string
+	Log     io.Writer
 }
 
 // Drive is a simulated SSD's settings, as simssd flags.

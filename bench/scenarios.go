@@ -27,6 +27,7 @@ func Scenarios() []Scenario {
 		{"e-io", "random IOPS at QD32, 1 MiB sequential throughput and QD1 read latency on kernel-native members (brd)", (*Runner).rawIO},
 		{"f-slow-member", "RAID10 with one SATA-like member: fstrim and I/O latency while it runs", (*Runner).slowMember},
 		{"g-rebuild", "replacing a RAID10 member under a 20%-full ext4 on kernel-native members (brd): time and bytes written to the new one", (*Runner).rebuild},
+		{"h-cost", "per 4 KiB request: the server's CPU time, context switches, io_uring_enter calls and Go runtime counters, uraid beside the reference C server, on memory-backed null_blk members", (*Runner).cost},
 	}
 }
 
