@@ -26,6 +26,8 @@ type System struct {
 	BatchIO string
 	// Env is added to uraid's environment.
 	Env []string
+	// Bin is the uraid that creates (and so serves) the array, when not the configured one.
+	Bin string
 }
 
 func mdSystem(level mapping.Level) System {
@@ -93,7 +95,11 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 		env = append(env, daemon.BatchIOEnv+"="+sys.BatchIO)
 	}
 	env = append(env, sys.Env...)
-	out, err := runEnv(ctx, env, r.cfg.URaid, createArgs(sys, members, drives)...)
+	bin := r.cfg.URaid
+	if sys.Bin != "" {
+		bin = sys.Bin
+	}
+	out, err := runEnv(ctx, env, bin, createArgs(sys, members, drives)...)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ type costSystem struct {
 	name  string
 	level mapping.Level // uraid's
 	env   []string      // uraid's added environment
+	bin   string        // another uraid build, or "" for the configured one
 	peer  bool          // the reference server's loop target over nullMembers[0]
 }
 
@@ -70,6 +71,9 @@ func (r *Runner) cost() error {
 		systems = append(systems, costSystem{name: "uraid-" + l.String(), level: l})
 		if len(r.cfg.CostEnv) > 0 {
 			systems = append(systems, costSystem{name: "uraid-" + l.String() + "+" + strings.Join(r.cfg.CostEnv, ","), level: l, env: r.cfg.CostEnv})
+		}
+		if r.cfg.CostAlt != "" {
+			systems = append(systems, costSystem{name: "uraid-" + l.String() + "@alt", level: l, bin: r.cfg.CostAlt})
 		}
 	}
 	if r.cfg.PeerUblk == "" {
@@ -114,7 +118,7 @@ func (r *Runner) costOnce(sys costSystem, rep int, rt time.Duration) (err error)
 	if sys.peer {
 		s, err = r.startPeer(nullMembers[0])
 	} else {
-		s, err = r.startURaid(sys.level, sys.env)
+		s, err = r.startURaid(sys.level, sys.env, sys.bin)
 	}
 	if err != nil {
 		return err
@@ -381,9 +385,9 @@ func topThreads(d costCounters, n float64) string {
 }
 
 // startURaid creates a uraid array of level over nullMembers.
-func (r *Runner) startURaid(level mapping.Level, env []string) (*server, error) {
+func (r *Runner) startURaid(level mapping.Level, env []string, bin string) (*server, error) {
 	sys := uraidSystem(level, "sync")
-	sys.Env = env
+	sys.Env, sys.Bin = env, bin
 	a, err := r.create(sys, nullMembers, nil)
 	if err != nil {
 		return nil, err

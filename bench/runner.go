@@ -31,6 +31,9 @@ type Config struct {
 	// ("GOMAXPROCS=4"), beside uraid as it runs by default: how a runtime setting is chosen by
 	// measurement.
 	CostEnv []string
+	// CostAlt, when set, is another uraid build that scenario (h) measures beside the default
+	// one, named uraid-LEVEL@alt: a change's counts before and after, in one guest.
+	CostAlt string
 	Log     io.Writer
 }
 

@@ -42,12 +42,13 @@ func run() error {
 		maxDisc  = flag.String("max-discard", "32M", "simulated largest TRIM")
 		busy     = flag.Bool("allow-busy", false, "keep figures measured while the guest's CPU speed moved (another guest competing)")
 		costEnv  = flag.String("cost-env", "", "comma-separated VAR=VALUE: scenario h measures uraid with them too (GOMAXPROCS=4)")
+		costAlt  = flag.String("cost-alt", "", "another uraid build that scenario h measures beside -uraid (a change's before and after)")
 		peer     = flag.String("peer-ublk", "", "the reference ublk server's command, built by bench/peer-ublksrv.sh, for scenario h (empty: uraid alone)")
 	)
 	flag.Parse()
 	drive := bench.Drive{TrimLatency: *trim, B2BLatency: *b2b, B2BWindow: *window, MaxDiscard: *maxDisc}
 	r, err := bench.NewRunner(bench.Config{SimSSD: *simssd, URaid: *uraid, Reps: *reps, Quick: *quick,
-		MemberSize: int64(*memberMB) << 20, Drive: drive, AllowBusy: *busy, PeerUblk: *peer, CostEnv: splitList(*costEnv), Log: os.Stderr})
+		MemberSize: int64(*memberMB) << 20, Drive: drive, AllowBusy: *busy, PeerUblk: *peer, CostEnv: splitList(*costEnv), CostAlt: *costAlt, Log: os.Stderr})
 	if err != nil {
 		return err
 	}
