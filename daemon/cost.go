@@ -1,12 +1,9 @@
 package daemon
 
 import (
-	"log/slog"
 	"math"
-	"os"
 	"runtime"
 	"runtime/metrics"
-	"sync"
 
 	"uraid/ublk"
 )
@@ -81,30 +78,4 @@ func costOf(queues []ublk.QueueCounts) *CostStatus {
 		c.Queues[i] = QueueCost{Queue: q.Queue, TID: q.TID, IOUringEnters: q.Enters}
 	}
 	return c
-}
-
-// reserveQueueProcs gives the Go runtime one P (GOMAXPROCS) more per ublk queue than it chose for
-// the machine's CPUs, unless GOMAXPROCS is set. A queue goroutine keeps its P while it sleeps in
-// io_uring_enter, its usual state; when every P is held so, the runtime's monitor takes them from
-// the sleeping queues, 20 µs into each wait, to hand them to a thread that finds nothing to run,
-// and the queue thread then has to get one back: context switches of threads that do no serving
-// (measured: make bench, scenario h). An idle P left over keeps the monitor away. A P costs no
-// CPU while idle. queues is 0 for the default, one per CPU.
-// procsBase is the runtime's own choice, before reserveQueueProcs: a daemon that serves again (a
-// test's, in one process) adds to it, not to its own last setting.
-var procsBase = sync.OnceValue(func() int { return runtime.GOMAXPROCS(0) })
-
-func reserveQueueProcs(queues int, log *slog.Logger) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return
-	}
-	if queues <= 0 {
-		queues = runtime.NumCPU()
-	}
-	base := procsBase()
-	if runtime.GOMAXPROCS(0) >= base+queues {
-		return
-	}
-	runtime.GOMAXPROCS(base + queues)
-	log.Debug("GOMAXPROCS raised for the queue threads", "gomaxprocs", base+queues, "queues", queues)
 }

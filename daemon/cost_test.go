@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"log/slog"
 	"runtime"
 	"testing"
 
@@ -39,24 +38,4 @@ func TestCostInStatus(t *testing.T) {
 	st := l.s.status()
 	require.NotNil(t, st.Cost)
 	assert.Equal(t, []QueueCost{{Queue: 0, TID: 7, IOUringEnters: 42}}, st.Cost.Queues)
-}
-
-// The daemon adds one P per queue to the runtime's own choice, once however often it serves, and
-// leaves an explicit GOMAXPROCS alone.
-func TestReserveQueueProcs(t *testing.T) {
-	before := runtime.GOMAXPROCS(0)
-	defer runtime.GOMAXPROCS(before)
-	base := procsBase()
-	t.Setenv("GOMAXPROCS", "")
-	reserveQueueProcs(3, slog.New(slog.DiscardHandler))
-	assert.Equal(t, base+3, runtime.GOMAXPROCS(0))
-	reserveQueueProcs(3, slog.New(slog.DiscardHandler))
-	assert.Equal(t, base+3, runtime.GOMAXPROCS(0), "serving again adds nothing")
-	reserveQueueProcs(0, slog.New(slog.DiscardHandler))
-	assert.Equal(t, max(base+3, base+runtime.NumCPU()), runtime.GOMAXPROCS(0), "0 queues: one per CPU")
-
-	runtime.GOMAXPROCS(base)
-	t.Setenv("GOMAXPROCS", "1")
-	reserveQueueProcs(3, slog.New(slog.DiscardHandler))
-	assert.Equal(t, base, runtime.GOMAXPROCS(0), "GOMAXPROCS in the environment wins")
 }

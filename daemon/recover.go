@@ -103,7 +103,6 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		return fmt.Errorf("array %s: mark members in use: %w", name, err)
 	}
 	var dev device
-	reserveQueueProcs(opts.Queues, log)
 	if takeover {
 		d, err := ublk.NewRecovery(a, rec.DeviceID, ublk.Options{Queues: opts.Queues, Depth: opts.Depth,
 			BeforeEndRecovery: func() { pauseAt(log, name, pauseFetching) }})

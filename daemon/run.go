@@ -92,7 +92,6 @@ func Run(a *array.Array, cfg Config, n *Notifier, onReady func(device string)) (
 	if err != nil {
 		return fmt.Errorf("array %s: %w", name, err)
 	}
-	reserveQueueProcs(uo.Queues, cfg.logger())
 	var ms *metricsServer
 	if cfg.MetricsListen != "" {
 		if ms, err = listenMetrics(cfg.MetricsListen); err != nil {
