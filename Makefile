@@ -178,9 +178,15 @@ BENCH_BUSY_FLAG = $(if $(BENCH_ALLOW_BUSY),--allow-busy)
 # After the guest suite, on the host: the discard engine's benchmarks, and the region map's cost to
 # 4 KiB random writes at QD32 (target: with the map >= 0.9x without), six runs of each for the
 # spread.
+# Scenario (j) measures uraid beside the reference C ublk server where PEER_UBLK names its ublk
+# command, which bench/peer-ublksrv.sh builds from a source checkout outside this tree (it is
+# never part of it); without it, (j) measures uraid alone and says so.
+PEER_UBLK ?=
+BENCH_PEER_FLAG = $(if $(PEER_UBLK),--peer-ublk $(abspath $(PEER_UBLK)))
+
 bench: vm-setup-run bench-build
 	@$(BENCH_IDLE)
-	{ $(VM) run -m 4096 -t 3600 -- bench/guest.sh --reps 3 $(BENCH_BUSY_FLAG); echo $$? >$(BENCH_OUT)/rc; } 2>&1 | tee $(BENCH_OUT)/bench.log
+	{ $(VM) run -m 4096 -t 3600 -- bench/guest.sh --reps 3 $(BENCH_BUSY_FLAG) $(BENCH_PEER_FLAG); echo $$? >$(BENCH_OUT)/rc; } 2>&1 | tee $(BENCH_OUT)/bench.log
 	$(BUILD)/benchreport -log $(BENCH_OUT)/bench.log -out docs/bench/results.json -plots docs/img \
 		| tee $(BENCH_OUT)/report.md
 	$(GO) test -run '^$$' -bench . ./discard/... | tee $(BENCH_OUT)/discard-engine.txt
@@ -189,7 +195,7 @@ bench: vm-setup-run bench-build
 
 bench-quick: vm-setup-run bench-build
 	@$(BENCH_IDLE)
-	{ $(VM) run -m 3072 -t 900 -- bench/guest.sh --quick --reps 1 $(BENCH_BUSY_FLAG); echo $$? >$(BENCH_OUT)/rc; } 2>&1 \
+	{ $(VM) run -m 3072 -t 900 -- bench/guest.sh --quick --reps 1 $(BENCH_BUSY_FLAG) $(BENCH_PEER_FLAG); echo $$? >$(BENCH_OUT)/rc; } 2>&1 \
 		| tee $(BENCH_OUT)/quick.log
 	$(BUILD)/benchreport -log $(BENCH_OUT)/quick.log -out $(BENCH_OUT)/quick.json -ref docs/bench/results.json
 	@exit $$(cat $(BENCH_OUT)/rc)

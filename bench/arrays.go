@@ -33,6 +33,10 @@ type System struct {
 	TrimGap time.Duration
 	// Args are further uraid create arguments ("--queues", "1").
 	Args []string
+	// Env is added to uraid's environment.
+	Env []string
+	// Bin is the uraid that creates (and so serves) the array, when not the configured one.
+	Bin string
 }
 
 func mdSystem(level mapping.Level) System {
@@ -115,7 +119,12 @@ func (r *Runner) create(sys System, members []string, drives []Drive) (*array, e
 	if sys.BatchIO != "" {
 		env = append(env, daemon.BatchIOEnv+"="+sys.BatchIO)
 	}
-	out, err := runEnv(ctx, env, r.cfg.URaid, createArgs(sys, members, drives)...)
+	env = append(env, sys.Env...)
+	bin := r.cfg.URaid
+	if sys.Bin != "" {
+		bin = sys.Bin
+	}
+	out, err := runEnv(ctx, env, bin, createArgs(sys, members, drives)...)
 	if err != nil {
 		return nil, err
 	}

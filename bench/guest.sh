@@ -10,5 +10,7 @@ tests/vm/vm modprobe brd rd_nr=5 rd_size=262144
 tests/vm/vm modprobe dm_mod
 # Scenario (i)'s NBD member; without the module (i) says so and skips.
 tests/vm/vm modprobe nbd || echo "guest.sh: no nbd module: scenario (i) will skip" >&2
+# The members of scenario (j): memory-backed null_blk, whose I/O costs next to nothing.
+tests/vm/vm modprobe null_blk nr_devices=4 memory_backed=1 gb=1
 export URAID_RUN_DIR=/run/uraid
 exec "${BENCHRUN:-build/benchrun}" "$@"

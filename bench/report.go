@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -156,6 +158,25 @@ func (s *Suite) Targets() []Target {
 		ratio("i", "read p99 beside the flood <= 3x alone", u, "i-flood/with-flood/read_p99", u, "i-flood/alone/read_p99", 3, true)
 		ratio("i", "reads beside the flood >= 0.5x alone", u, "i-flood/with-flood/reads", u, "i-flood/alone/reads", 0.5, false)
 	}
+	// (j): the server's cost per request against the reference server's and in absolute counts.
+	for _, l := range []string{"0", "10"} {
+		u := "uraid-raid" + l
+		for _, c := range []string{"qd1", "qd32"} {
+			key := "j-cost/randread-4k-" + c
+			ratio("j", "server CPU per 4K read, "+strings.ToUpper(c)+", <= ublksrv's", u, key+"/cpu_per_req", PeerSystem, key+"/cpu_per_req", 1, true)
+		}
+		below := func(goal, key string, limit float64) {
+			t := Target{Scenario: "j", Goal: goal, System: u, Limit: limit, AtMost: true}
+			if r, ok := s.Find(u, key); ok && len(r.Values) > 0 {
+				t.Value, t.Min, t.Max = r.Median, slices.Min(r.Values), slices.Max(r.Values)
+			} else {
+				t.Missing = true
+			}
+			out = append(out, t)
+		}
+		below("context switches per 4K read, QD1", "j-cost/randread-4k-qd1/switches_per_req", 1.1)
+		below("context switches per 4K read, QD32", "j-cost/randread-4k-qd32/switches_per_req", 0.05)
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Scenario < out[j].Scenario })
 	return out
 }
@@ -170,6 +191,78 @@ func (s *Suite) bestGap(key string) string {
 		}
 	}
 	return best
+}
+
+// PeerSystem is the reference ublk server in scenario (j)'s results.
+const PeerSystem = "ublksrv-loop"
+
+// WriteCost prints scenario (j)'s counts as Markdown tables, one per job: each system's median
+// per request with its spread over the repetitions.
+func (s *Suite) WriteCost(w io.Writer) {
+	var cases, systems, metrics []string
+	seen := map[string]bool{}
+	addOnce := func(list *[]string, v string) {
+		if !seen[v] {
+			seen[v] = true
+			*list = append(*list, v)
+		}
+	}
+	for _, r := range s.Results {
+		if r.Scenario == "j-cost" {
+			addOnce(&cases, "c|"+r.Case)
+			addOnce(&systems, "s|"+r.System)
+			addOnce(&metrics, "m|"+r.Metric)
+		}
+	}
+	if len(cases) == 0 {
+		return
+	}
+	for _, c := range cases {
+		c = c[2:]
+		fmt.Fprintf(w, "%s, per request (median, min–max):\n\n| system |", c)
+		for _, m := range metrics {
+			fmt.Fprintf(w, " %s |", m[2:])
+		}
+		fmt.Fprint(w, "\n|---|")
+		for range metrics {
+			fmt.Fprint(w, "---:|")
+		}
+		fmt.Fprintln(w)
+		for _, sys := range systems {
+			sys = sys[2:]
+			fmt.Fprintf(w, "| %s |", sys)
+			for _, m := range metrics {
+				r, ok := s.Find(sys, "j-cost/"+c+"/"+m[2:])
+				if !ok || len(r.Values) == 0 {
+					fmt.Fprint(w, " – |")
+					continue
+				}
+				fmt.Fprintf(w, " %s |", spreadVal(r.Median, slices.Min(r.Values), slices.Max(r.Values)))
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// spreadVal prints a figure with its range: "1.20 (1.18–1.31)".
+func spreadVal(v, lo, hi float64) string {
+	f := func(x float64) string {
+		switch a := math.Abs(x); {
+		case a >= 100:
+			return fmt.Sprintf("%.0f", x)
+		case a >= 10:
+			return fmt.Sprintf("%.1f", x)
+		case a >= 0.1 || a == 0:
+			return fmt.Sprintf("%.2f", x)
+		default:
+			return fmt.Sprintf("%.3f", x)
+		}
+	}
+	if lo == hi {
+		return f(v)
+	}
+	return fmt.Sprintf("%s (%s–%s)", f(v), f(lo), f(hi))
 }
 
 // WriteTargets prints the targets as a Markdown table.

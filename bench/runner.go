@@ -24,7 +24,17 @@ type Config struct {
 	// AllowBusy keeps figures measured while the guest's CPU speed moved
 	// (see ErrBusy) instead of refusing the run.
 	AllowBusy bool
-	Log       io.Writer
+	// PeerUblk is the reference ublk server's command (bench/peer-ublksrv.sh builds it), which
+	// scenario (j) measures beside uraid; empty to measure uraid alone.
+	PeerUblk string
+	// CostEnv, when set, adds to scenario (j) uraid run with these environment variables
+	// ("GOMAXPROCS=4"), beside uraid as it runs by default: how a runtime setting is chosen by
+	// measurement.
+	CostEnv []string
+	// CostAlt, when set, is another uraid build that scenario (j) measures beside the default
+	// one, named uraid-LEVEL@alt: a change's counts before and after, in one guest.
+	CostAlt string
+	Log     io.Writer
 }
 
 // Drive is a simulated SSD's settings, as simssd flags.

@@ -92,6 +92,9 @@ func (d *fakeDevice) Path() string                  { return "/dev/ublkb5" }
 func (d *fakeDevice) Flags() ublk.Flags             { return d.flags }
 func (d *fakeDevice) ZeroCopy() ublk.ZeroCopyStatus { return ublk.ZeroCopyStatus{Mode: "copy"} }
 func (d *fakeDevice) BatchIO() ublk.BatchIOStatus   { return ublk.BatchIOStatus{Reason: "fake"} }
+func (d *fakeDevice) QueueCounts() []ublk.QueueCounts {
+	return []ublk.QueueCounts{{Queue: 0, TID: 7, Enters: 42}}
+}
 
 // lifecycle is a served array over member files with a fake device, its loop running.
 type lifecycle struct {

@@ -40,6 +40,7 @@ type device interface {
 	ZeroCopy() ublk.ZeroCopyStatus
 	BatchIO() ublk.BatchIOStatus
 	UpdateSize(int64) error
+	QueueCounts() []ublk.QueueCounts
 }
 
 // served is an array with its device, as the control socket sees it. Its lifecycle (stop,
@@ -94,6 +95,7 @@ func (s *served) status() Status {
 	st.ZeroCopy, st.ZeroCopyMode, st.ZeroCopyReason, st.CopyBufferBytes = zc.On, zc.Mode, zc.Reason, zc.BufferBytes
 	bio := s.dev.BatchIO()
 	st.BatchIO, st.BatchIOReason = bio.On, bio.Reason
+	st.Cost = costOf(s.dev.QueueCounts())
 	st.Recovery = RecoveryStatus{Enabled: s.flags.UserRecovery(), Reissue: s.flags.Reissue(), Count: s.rec.Recoveries, LastExit: s.rec.LastExit}
 	return st
 }

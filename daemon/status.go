@@ -21,6 +21,9 @@ type Status struct {
 	Recovery RecoveryStatus `json:"recovery"`
 	// Version is the daemon's build.
 	Version string `json:"version,omitempty"`
+	// Cost is what serving has cost so far (system calls per queue, the Go runtime's counters),
+	// for benchmarks; absent where no daemon serves.
+	Cost *CostStatus `json:"cost,omitempty"`
 }
 
 // RecoveryStatus says how the array's device survives its daemon.

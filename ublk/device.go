@@ -151,6 +151,30 @@ func (d *Device) BatchIO() BatchIOStatus {
 	return BatchIOStatus{On: d.batch, Reason: d.batchWhy}
 }
 
+// QueueCounts is what one queue has cost in system calls so far.
+type QueueCounts struct {
+	// Queue is the hardware queue's number; TID the thread its goroutine
+	// is locked to (0 before it started), whose /proc/self/task entry
+	// holds that thread's CPU time and context switches.
+	Queue int
+	TID   int
+	// Enters counts the io_uring_enter calls of the queue's ring: each
+	// submit of commits and member I/O, and each sleep for completions.
+	Enters uint64
+}
+
+// QueueCounts returns each queue's counts. Safe while the device serves;
+// it reads atomics the queues keep, so it costs them nothing.
+func (d *Device) QueueCounts() []QueueCounts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]QueueCounts, len(d.queues))
+	for i, q := range d.queues {
+		out[i] = QueueCounts{Queue: int(q.id), TID: int(q.tid.Load()), Enters: q.enters.Load()}
+	}
+	return out
+}
+
 // Path is the block device node, valid once Start succeeded.
 func (d *Device) Path() string { return BlockPath(d.ID()) }
 

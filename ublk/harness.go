@@ -154,6 +154,7 @@ func (h *Harness) Wait() (tag uint16, res int32, err error) {
 		if err := q.wait(); err != nil {
 			return 0, 0, err
 		}
+		q.maybeYield()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -121,6 +122,16 @@ type queue struct {
 	// must then sleep for a commit's CQE instead of returning to them.
 	commitBlocked bool
 
+	// enters counts the io_uring_enter calls of the queue's ring (its
+	// only one on the hot path), tid is the thread the queue goroutine is
+	// locked to: both for QueueCounts, read from other goroutines.
+	enters atomic.Uint64
+	tid    atomic.Int32
+	// yielded is when the queue goroutine last passed through the
+	// scheduler (yieldEvery).
+	yielded time.Time
+	yields  int // how many; for tests
+
 	// err is why the queue goroutine stopped early; read after it exits.
 	err error
 }
@@ -222,13 +233,14 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 	// returns the thread exits with it, which is what the kernel expects
 	// of a queue whose device is gone.
 	runtime.LockOSThread()
+	q.tid.Store(int32(unix.Gettid()))
 
 	// Writeback to this device may wait on this thread; without the flag
 	// its own allocations could recurse into that writeback and deadlock.
 	// Best effort: older kernels and unprivileged callers lack it.
 	_ = unix.Prctl(unix.PR_SET_IO_FLUSHER, 1, 0, 0, 0)
 
-	ring, err := uring.New(ringEntries(q.depth), uring.WithFlags(queueRingFlags))
+	ring, err := uring.New(ringEntries(q.depth), uring.WithFlags(queueRingFlags), uring.WithEnterCounter(&q.enters))
 	if err != nil {
 		ready <- fmt.Errorf("ublk queue %d: %w", q.id, err)
 		return
@@ -291,6 +303,7 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 // it returns, until every tag is aborted, or the device is stopping or
 // abandoned and the target holds nothing.
 func (q *queue) loop() error {
+	q.yielded = queueClock()
 	for {
 		if err := q.commitDone(); err != nil {
 			return err
@@ -316,8 +329,34 @@ func (q *queue) loop() error {
 		if err := q.wait(); err != nil {
 			return err
 		}
+		q.maybeYield()
 	}
 }
+
+// maybeYield passes through the scheduler when yieldEvery has passed since
+// the last time.
+func (q *queue) maybeYield() {
+	if now := queueClock(); now.Sub(q.yielded) >= yieldEvery {
+		q.yielded = now
+		q.yields++
+		runtime.Gosched()
+	}
+}
+
+// queueClock is time.Now; tests replace it.
+var queueClock = time.Now
+
+// yieldEvery is how often a busy queue goroutine passes through the Go
+// scheduler. It otherwise never does: it only ever blocks in system calls,
+// so the runtime sees one goroutine running on its P for ever, and once it
+// has for 10 ms (the runtime's preemption slice) the monitor thread takes
+// the P from it every time it finds it in io_uring_enter, however short the
+// wait; the thread then gets a P back on its way out and wakes the sleeping
+// monitor to do it again: about one more context switch per request, in a
+// thread that does no serving (measured: make bench, scenario h). A yield of
+// this locked goroutine costs two switches (another thread takes the P and
+// hands it back), so it is made as rarely as keeps the slice fresh.
+const yieldEvery = 8 * time.Millisecond
 
 // drainRequest is one Device.Drain: each queue sends its id on done, once,
 // when the target holds none of its requests.

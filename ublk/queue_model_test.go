@@ -2,7 +2,9 @@ package ublk
 
 import (
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -92,4 +94,33 @@ func TestQueueCompletionModel(t *testing.T) {
 			require.NoError(rt, err)
 		}
 	})
+}
+
+// A busy queue goroutine passes through the scheduler once per yieldEvery, never more: each
+// pass costs two context switches, and what it buys (the runtime's preemption slice kept fresh,
+// so that its monitor leaves the queue's P alone) lasts 10 ms.
+func TestQueueYieldsOncePerPeriod(t *testing.T) {
+	start := time.Unix(1000, 0)
+	now := start
+	queueClock = func() time.Time { return now }
+	defer func() { queueClock = time.Now }()
+	q := newQueue(0, 4, &inlineTarget{}, 1<<20)
+	q.yielded = queueClock()
+	for _, step := range []struct {
+		at   time.Duration
+		want int
+	}{
+		{time.Millisecond, 0},
+		{yieldEvery - time.Microsecond, 0},
+		{yieldEvery, 1},
+		{yieldEvery + time.Millisecond, 1},
+		{2*yieldEvery - time.Microsecond, 1},
+		{2 * yieldEvery, 2},
+		{10 * yieldEvery, 3}, // after a long wait: once, not once per period missed
+		{10*yieldEvery + time.Millisecond, 3},
+	} {
+		now = start.Add(step.at)
+		q.maybeYield()
+		assert.Equal(t, step.want, q.yields, "at %v", step.at)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"time"
 )
@@ -45,6 +46,41 @@ func init() {
 		out := fmt.Sprintf("%s.%d", path, os.Getpid())
 		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 			fmt.Fprintf(os.Stderr, "uraid: CPU profile: %v\n", err)
+		}
+	}()
+}
+
+// URAID_TRACE=PATH does the same with an execution trace (runtime/trace) of the daemon's first
+// URAID_TRACE_SECONDS seconds (default 10), written to PATH.PID: which thread ran what and when,
+// to find which one wakes which per request (go tool trace -d=parsed PATH.PID).
+func init() {
+	path := os.Getenv("URAID_TRACE")
+	if path == "" || len(os.Args) < 2 || os.Args[1] != "serve" {
+		return
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	secs := 10
+	if s := os.Getenv("URAID_TRACE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "uraid: URAID_TRACE_SECONDS=%q is not a positive number of seconds; tracing %ds\n", s, secs)
+		} else {
+			secs = n
+		}
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		fmt.Fprintf(os.Stderr, "uraid: trace: %v\n", err)
+		return
+	}
+	go func() {
+		time.Sleep(time.Duration(secs) * time.Second)
+		trace.Stop()
+		out := fmt.Sprintf("%s.%d", path, os.Getpid())
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "uraid: trace: %v\n", err)
 		}
 	}()
 }

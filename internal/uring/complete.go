@@ -29,7 +29,7 @@ func (r *Ring) cqNeedsEnter() bool {
 // kept for the next Submit* because the callers cannot return them.
 func (r *Ring) flushCQ() {
 	for {
-		_, errno := enter(r.fd, 0, 0, uapi.IORING_ENTER_GETEVENTS, nil, 0)
+		_, errno := r.enter(0, 0, uapi.IORING_ENTER_GETEVENTS, nil, 0)
 		switch errno {
 		case 0, unix.EAGAIN, unix.EBUSY:
 			// EAGAIN/EBUSY: the CQ filled up again; the caller

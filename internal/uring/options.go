@@ -1,6 +1,10 @@
 package uring
 
-import "uraid/internal/uapi"
+import (
+	"sync/atomic"
+
+	"uraid/internal/uapi"
+)
 
 // Option configures New.
 type Option func(*config)
@@ -8,6 +12,7 @@ type Option func(*config)
 type config struct {
 	flags  uint32
 	cqSize uint32
+	enters *atomic.Uint64
 }
 
 // WithSQE128 sets IORING_SETUP_SQE128: every slot is 128 bytes and
@@ -29,4 +34,11 @@ func WithCQSize(n uint32) Option {
 // IOPOLL are not supported by this package.
 func WithFlags(f uint32) Option {
 	return func(c *config) { c.flags |= f }
+}
+
+// WithEnterCounter has the ring add one to *n for every io_uring_enter it
+// makes, so that whoever owns the ring can say what its waits and submits
+// cost in system calls while another goroutine reads the count.
+func WithEnterCounter(n *atomic.Uint64) Option {
+	return func(c *config) { c.enters = n }
 }

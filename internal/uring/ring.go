@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +48,11 @@ type Ring struct {
 
 	// eintr counts waits restarted after a signal; tests read it.
 	eintr uint64
+	// enters counts io_uring_enter calls: WithEnterCounter's, else
+	// ownEnters. One atomic add per system call, which costs a hundred
+	// times more.
+	enters    *atomic.Uint64
+	ownEnters atomic.Uint64
 
 	// extArg and ts are the io_uring_enter argument of timed waits,
 	// kept here so that passing their address does not allocate.
@@ -82,6 +88,10 @@ func New(entries uint32, opts ...Option) (*Ring, error) {
 		return nil, err
 	}
 	r := &Ring{fd: fd, flags: p.Flags, features: p.Features}
+	r.enters = cfg.enters
+	if r.enters == nil {
+		r.enters = &r.ownEnters
+	}
 	if err := r.mapRings(&p); err != nil {
 		r.Close()
 		return nil, err
@@ -193,6 +203,10 @@ func munmap(b []byte) error {
 	}
 	return nil
 }
+
+// Enters is the number of io_uring_enter calls the ring has made. Safe
+// from any goroutine.
+func (r *Ring) Enters() uint64 { return r.enters.Load() }
 
 // Fd returns the ring's file descriptor, for io_uring_register calls this
 // package does not wrap and for IORING_OP_MSG_RING targets.

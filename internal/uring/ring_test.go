@@ -3,6 +3,7 @@ package uring
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -211,4 +212,29 @@ func TestSQE128URingCmdReachesKernel(t *testing.T) {
 	// SQE and refused the command rather than the ring.
 	assert.Equal(t, -int32(unix.EOPNOTSUPP), res)
 	runtime.KeepAlive(f)
+}
+
+// The count is of system calls, not of calls to Submit: one with nothing
+// queued and nothing to wait for enters nothing, and a caller's counter
+// sees what the ring's own would.
+func TestEntersCounted(t *testing.T) {
+	var n atomic.Uint64
+	r := newRing(t, 8, WithEnterCounter(&n))
+	_, err := r.Submit()
+	require.NoError(t, err)
+	assert.Zero(t, r.Enters(), "a submit of nothing enters the kernel")
+	for round := range 3 {
+		PrepNop(r.NextSQE())
+		_, err := r.SubmitAndWait(1)
+		require.NoError(t, err)
+		reapAll(r)
+		assert.EqualValues(t, round+1, r.Enters())
+	}
+	assert.EqualValues(t, 3, n.Load())
+
+	own := newRing(t, 8)
+	PrepNop(own.NextSQE())
+	_, err = own.Submit()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, own.Enters())
 }

@@ -164,7 +164,7 @@ func (r *Ring) submit(waitNr uint32, arg *uapi.GeteventsArg) (int, error) {
 			flags |= uapi.IORING_ENTER_EXT_ARG
 			argp, argSz = unsafe.Pointer(arg), unsafe.Sizeof(*arg)
 		}
-		n, errno := enter(r.fd, pending, minComplete, flags, argp, argSz)
+		n, errno := r.enter(pending, minComplete, flags, argp, argSz)
 		switch errno {
 		case 0:
 			submitted += n

@@ -25,6 +25,12 @@ func enter(fd int, toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argS
 	return int(n), errno
 }
 
+// enter is the ring's io_uring_enter, counted.
+func (r *Ring) enter(toSubmit, minComplete, flags uint32, arg unsafe.Pointer, argSz uintptr) (int, unix.Errno) {
+	r.enters.Add(1)
+	return enter(r.fd, toSubmit, minComplete, flags, arg, argSz)
+}
+
 func register(fd int, op uint32, arg unsafe.Pointer, nrArgs uint32) (int, unix.Errno) {
 	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), uintptr(op), uintptr(arg), uintptr(nrArgs), 0, 0)
 	return int(n), errno

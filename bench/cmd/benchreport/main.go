@@ -104,6 +104,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, "## uraid/md ratios of medians")
 	fmt.Fprintln(stdout)
 	s.WriteRatios(stdout, refSuite)
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "## (j) per-request cost")
+	fmt.Fprintln(stdout)
+	s.WriteCost(stdout)
 	if *plots != "" {
 		if err := drawPlots(s, *plots, *dpi); err != nil {
 			return err

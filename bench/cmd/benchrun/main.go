@@ -41,11 +41,14 @@ func run() error {
 		window   = flag.Duration("b2b-window", 5*time.Millisecond, "simulated back-to-back window")
 		maxDisc  = flag.String("max-discard", "32M", "simulated largest TRIM")
 		busy     = flag.Bool("allow-busy", false, "keep figures measured while the guest's CPU speed moved (another guest competing)")
+		costEnv  = flag.String("cost-env", "", "comma-separated VAR=VALUE: scenario j measures uraid with them too (GOMAXPROCS=4)")
+		costAlt  = flag.String("cost-alt", "", "another uraid build that scenario j measures beside -uraid (a change's before and after)")
+		peer     = flag.String("peer-ublk", "", "the reference ublk server's command, built by bench/peer-ublksrv.sh, for scenario j (empty: uraid alone)")
 	)
 	flag.Parse()
 	drive := bench.Drive{TrimLatency: *trim, B2BLatency: *b2b, B2BWindow: *window, MaxDiscard: *maxDisc}
 	r, err := bench.NewRunner(bench.Config{SimSSD: *simssd, URaid: *uraid, Reps: *reps, Quick: *quick,
-		MemberSize: int64(*memberMB) << 20, Drive: drive, AllowBusy: *busy, Log: os.Stderr})
+		MemberSize: int64(*memberMB) << 20, Drive: drive, AllowBusy: *busy, PeerUblk: *peer, CostEnv: splitList(*costEnv), CostAlt: *costAlt, Log: os.Stderr})
 	if err != nil {
 		return err
 	}
@@ -60,6 +63,9 @@ func run() error {
 			"fast drive (f)": bench.Fast.String(),
 			"native (e)": "4 brd RAM disks of 256 MiB, md and uraid over the same four in turn in every repetition " +
 				"(order rotating, one warm-up repetition not kept, at least 5 kept); uraid-*-copy is uraid with zero copy turned off",
+			"cost (j)": "4 memory-backed null_blk members of 1 GiB (nr_devices=4 memory_backed=1 gb=1, its other settings the defaults), the first 256 MiB written once; " +
+				"uraid raid0 and raid10 (discard sync) over the four, the reference server's loop target (-q 2 -d 128) over the first, in turn in every repetition; " +
+				"each run warms up for a second, then the counters are read around each fio job (no ramp)",
 			"slow drive (f)": bench.SlowDrive.String() + ", member 0 of the RAID10",
 			"rebuild (g)":    bench.RebuildSetting(*quick),
 			"drive (h)": bench.SeedDrive.String() + ", member 0 of the RAID10, the others instant; uraid with no TRIM flag " +
@@ -114,4 +120,15 @@ func selected(list, name string) bool {
 		}
 	}
 	return false
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
