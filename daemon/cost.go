@@ -9,7 +9,7 @@ import (
 )
 
 // CostStatus is what serving has cost the daemon so far, as counters a benchmark reads before and
-// after a run and divides by the requests in between (make bench, scenario h): the system calls
+// after a run and divides by the requests in between (make bench, scenario j): the system calls
 // of each queue thread and the Go runtime's own view of its scheduler and collector.
 type CostStatus struct {
 	Queues  []QueueCost `json:"queues"`

@@ -353,7 +353,7 @@ var queueClock = time.Now
 // the P from it every time it finds it in io_uring_enter, however short the
 // wait; the thread then gets a P back on its way out and wakes the sleeping
 // monitor to do it again: about one more context switch per request, in a
-// thread that does no serving (measured: make bench, scenario h). A yield of
+// thread that does no serving (measured: make bench, scenario j). A yield of
 // this locked goroutine costs two switches (another thread takes the P and
 // hands it back), so it is made as rarely as keeps the slice fresh.
 const yieldEvery = 8 * time.Millisecond
