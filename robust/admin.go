@@ -155,14 +155,7 @@ func (w *world) armPowerLoss(rng *rand.Rand, name string, n int) {
 
 // checkpoint is a checkpoint epoch's operator (see moodCheckpoint).
 func (w *world) checkpoint(rng *rand.Rand, stop <-chan struct{}) {
-	pause := func() bool {
-		select {
-		case <-stop:
-			return false
-		case <-time.After(time.Duration(rng.IntN(4000)) * time.Microsecond):
-		}
-		return !w.crashedNow() && !w.failed()
-	}
+	pause := w.pauser(rng, stop)
 	if w.mapIdle == 0 {
 		return // the daemon's 5 s: the rebuild ends before a lazy write
 	}
@@ -194,12 +187,7 @@ func (w *world) checkpoint(rng *rand.Rand, stop <-chan struct{}) {
 			return
 		}
 	}
-	var cands []string
-	for _, m := range w.slots() {
-		if inService(m) {
-			cands = append(cands, m.Path)
-		}
-	}
+	cands := w.inServicePaths()
 	if len(cands) == 0 {
 		return
 	}
@@ -246,9 +234,10 @@ func (w *world) whole() bool {
 	return st.Sync == nil || st.Sync.Action != array.SyncRebuild
 }
 
-// heal is a healing epoch's operator (see moodHeal).
-func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
-	pause := func() bool {
+// pauser returns an operator's pause: up to 4 ms, then whether to go on (the epoch neither over,
+// cut nor failed).
+func (w *world) pauser(rng *rand.Rand, stop <-chan struct{}) func() bool {
+	return func() bool {
 		select {
 		case <-stop:
 			return false
@@ -256,6 +245,11 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 		}
 		return !w.crashedNow() && !w.failed()
 	}
+}
+
+// heal is a healing epoch's operator (see moodHeal).
+func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
+	pause := w.pauser(rng, stop)
 	leave := func(first bool) {
 		how := rng.IntN(5)
 		if (how < 2 || how == 4) && (first || rng.IntN(3) == 0) {
@@ -348,6 +342,17 @@ func (w *world) heal(rng *rand.Rand, stop <-chan struct{}) {
 // slots returns the array's member slots as status shows them.
 func (w *world) slots() []array.MemberStatus { return w.a.Status("", 0).Members }
 
+// inServicePaths returns the paths of the members in service.
+func (w *world) inServicePaths() []string {
+	var paths []string
+	for _, m := range w.slots() {
+		if inService(m) {
+			paths = append(paths, m.Path)
+		}
+	}
+	return paths
+}
+
 func inService(m array.MemberStatus) bool {
 	return m.State == array.MemberActive.String() || m.State == array.MemberRebuilding.String()
 }
@@ -357,12 +362,7 @@ func (w *world) failOne(rng *rand.Rand) {
 	if w.faultPending() {
 		return
 	}
-	var cands []string
-	for _, m := range w.slots() {
-		if inService(m) {
-			cands = append(cands, m.Path)
-		}
-	}
+	cands := w.inServicePaths()
 	if len(cands) == 0 {
 		return
 	}

@@ -18,8 +18,9 @@ import (
 	monitoring "uraid/monitor"
 )
 
-// nextOf waits for the next event of array name whose type is among types, skipping the other
-// arrays' events (arrays of earlier tests may still be going) and other types.
+// nextOf waits for the next event of array name ("": any) whose type is among types, skipping
+// the other arrays' events (arrays of earlier tests may still be going) and other types, and
+// fails the test if the monitor ends first.
 func (m *monitor) nextOf(name string, types ...string) array.Event {
 	m.t.Helper()
 	deadline := time.After(slow * time.Minute)
@@ -29,7 +30,7 @@ func (m *monitor) nextOf(name string, types ...string) array.Event {
 			if !ok {
 				m.t.Fatalf("monitor ended waiting for %s's %v: %v", name, types, <-m.done)
 			}
-			if e.Array == name {
+			if name == "" || e.Array == name {
 				for _, typ := range types {
 					if e.Type == typ {
 						return e

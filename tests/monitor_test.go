@@ -100,23 +100,7 @@ func startMonitor(t *testing.T, args ...string) *monitor {
 // and fails the test if the monitor ends first.
 func (m *monitor) next(types ...string) array.Event {
 	m.t.Helper()
-	deadline := time.After(slow * time.Minute)
-	for {
-		select {
-		case e, ok := <-m.events:
-			if !ok {
-				m.t.Fatalf("monitor ended waiting for %v: %v", types, <-m.done)
-			}
-			for _, typ := range types {
-				if e.Type == typ {
-					return e
-				}
-			}
-			m.t.Logf("monitor: skipping %s: %s", e.Type, e.Message)
-		case <-deadline:
-			m.t.Fatalf("no %v event", types)
-		}
-	}
+	return m.nextOf("", types...)
 }
 
 // TestE2EMonitorSeesMemberFail: `uraid monitor --json` streams a member failing under I/O (its
