@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -475,7 +476,7 @@ func waitBlock(dev string) error {
 	}
 }
 
-// fillN writes the first n bytes of dev once.
+// fillN writes the first n bytes of dev once (n < 0: all of it, whole mebibytes).
 func fillN(dev string, n int64) error {
 	f, err := os.OpenFile(dev, os.O_WRONLY|unix.O_DIRECT, 0)
 	if err != nil {
@@ -489,6 +490,13 @@ func fillN(dev string, n int64) error {
 	defer unix.Munmap(buf)
 	for i := range buf {
 		buf[i] = byte(i*7 + 1)
+	}
+	if n < 0 {
+		size, err := f.Seek(0, io.SeekEnd)
+		if err != nil {
+			return fmt.Errorf("fill %s: %w", dev, err)
+		}
+		n = size / int64(len(buf)) * int64(len(buf))
 	}
 	for off := int64(0); off < n; off += int64(len(buf)) {
 		if _, err := f.WriteAt(buf, off); err != nil {

@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -196,31 +195,7 @@ func zeroHead(dev string, n int) error {
 }
 
 // fill writes the whole of dev once.
-func fill(dev string) error {
-	f, err := os.OpenFile(dev, os.O_WRONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	buf, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return os.NewSyscallError("mmap", err)
-	}
-	defer unix.Munmap(buf)
-	for i := range buf {
-		buf[i] = byte(i*7 + 1)
-	}
-	size, err := f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("fill %s: %w", dev, err)
-	}
-	for off := int64(0); off+int64(len(buf)) <= size; off += int64(len(buf)) {
-		if _, err := f.WriteAt(buf, off); err != nil {
-			return fmt.Errorf("fill %s: %w", dev, err)
-		}
-	}
-	return nil
-}
+func fill(dev string) error { return fillN(dev, -1) }
 
 // calibrate times a fixed piece of CPU work: in a guest whose host is
 // otherwise idle it takes the same time every run. It keeps the fastest of
