@@ -109,19 +109,20 @@ func (a *Array) Params() ublk.Params {
 		gran = max(gran, a.gran[i].Bytes)
 	}
 	a.membersMu.Unlock()
+	m := a.Map() // once: a grow may swap the layout meanwhile
 	p := ublk.Params{
-		Size:              a.Map().Size(),
+		Size:              m.Size(),
 		LogicalBlockSize:  uint32(lbs),
 		PhysicalBlockSize: uint32(max(lbs, 4096)),
 		// Members may cache writes: FLUSH and FUA must reach them.
 		VolatileCache: true,
 		FUA:           true,
 	}
-	if c := a.Map().ChunkBytes(); c > 0 {
+	if c := m.ChunkBytes(); c > 0 {
 		// Reads and writes never straddle a chunk, so each maps to one extent per copy.
 		p.ChunkSize = uint32(c)
 		p.IOMin = uint32(c)
-		if w := c * int64(a.Map().Members()/a.Map().Copies()); w&(w-1) == 0 && a.Map().Members()%a.Map().Copies() == 0 {
+		if w := c * int64(m.Members()/m.Copies()); w&(w-1) == 0 && m.Members()%m.Copies() == 0 {
 			p.IOOpt = uint32(w)
 		}
 	}
