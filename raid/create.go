@@ -1,7 +1,6 @@
 package raid
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/internal/bytesize"
+	"uraid/internal/fsprobe"
 	"uraid/mapping"
 )
 
@@ -519,22 +519,14 @@ func CheckFresh(m *Member, force bool) error {
 }
 
 // FilesystemOn recognises the filesystems most likely to be destroyed by mistake (ext2/3/4, xfs,
-// btrfs) at the start of f and names the one found, "" for none.
+// btrfs; fsprobe knows their superblocks) at the start of f and names the one found, "" for none
+// or when f cannot be read.
 func FilesystemOn(f *os.File) string {
-	buf := AlignedBlock()
-	if n, _ := f.ReadAt(buf, 0); n < len(buf) {
+	kind, _, err := fsprobe.Size(f)
+	if err != nil {
 		return ""
 	}
-	if binary.LittleEndian.Uint16(buf[1024+56:]) == 0xEF53 {
-		return "ext2/3/4"
-	}
-	if string(buf[0:4]) == "XFSB" {
-		return "xfs"
-	}
-	if n, _ := f.ReadAt(buf, 64<<10); n == len(buf) && string(buf[64:72]) == "_BHRfS_M" {
-		return "btrfs"
-	}
-	return ""
+	return kind
 }
 
 // mirrorSizeSlack is how much larger than the smallest a mirror's member may be before create

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 const block = 4096
@@ -53,9 +54,12 @@ func Size(r io.ReaderAt) (kind string, size int64, err error) {
 	return "", 0, nil
 }
 
-// readBlock reads the block at off; nil when the device ends before it.
+// readBlock reads the block at off; nil when the device ends before it. The buffer is aligned
+// to the block, as a device opened with O_DIRECT (a member) requires.
 func readBlock(r io.ReaderAt, off int64) ([]byte, error) {
-	b := make([]byte, block)
+	raw := make([]byte, 2*block)
+	skip := (block - int(uintptr(unsafe.Pointer(&raw[0]))%block)) % block
+	b := raw[skip : skip+block]
 	n, err := r.ReadAt(b, off)
 	if n == block {
 		return b, nil
