@@ -62,11 +62,12 @@ test-vm: vm-setup
 		echo "test-vm: KERNEL=$$k: guest suite $$r in $$(($$(date +%s) - start))s"; \
 	done; \
 	for k in $$failed; do \
-		echo "test-vm: KERNEL=$$k: what failed (all of it in $(BUILD)/test-vm-$$k.log):"; \
-		grep -a -E -A4 '^(--- FAIL|panic:)|no progress after' $(BUILD)/test-vm-$$k.log | cut -c1-300 | head -60; \
-		echo "test-vm: KERNEL=$$k: the tests last started, and the log's last lines:"; \
-		grep -a -E '^=== (RUN|CONT)' $(BUILD)/test-vm-$$k.log | tail -n 4; \
+		echo "test-vm: KERNEL=$$k: the log's last lines (all of it in $(BUILD)/test-vm-$$k.log):"; \
 		tail -n 25 $(BUILD)/test-vm-$$k.log | cut -c1-300; \
+		echo "test-vm: KERNEL=$$k: the tests last started:"; \
+		grep -a -E '^=== (RUN|CONT)' $(BUILD)/test-vm-$$k.log | tail -n 4; \
+		echo "test-vm: KERNEL=$$k: what failed:"; \
+		grep -a -E -A4 '^(--- FAIL|panic:)|no progress after|did not finish in' $(BUILD)/test-vm-$$k.log | cut -c1-300 | head -60; \
 	done; \
 	if [ -n "$$failed" ]; then echo "test-vm: guest suite FAILED on KERNEL=$${failed# }"; exit 1; fi; \
 	echo "test-vm: guest suite passed on KERNEL=$(KERNELS)"

@@ -55,22 +55,44 @@ func uraid(t *testing.T, args ...string) string {
 	return out
 }
 
-// uraidTimeout bounds one CLI call, far above what any takes (stop drains TRIMs for up to five
-// minutes): a hung command fails its test instead of the whole suite's time limit.
-const uraidTimeout = 10 * time.Minute
+// commandTimeout bounds one command a test runs, far above what any takes (stop drains TRIMs
+// for up to five minutes): a hung command fails its test instead of the whole suite's time limit.
+const commandTimeout = 10 * time.Minute
+
+// boundedCommand is exec.Command killed after commandTimeout; done, called once the command
+// ended, releases its timer and says so in the error when the command was killed for it. A
+// process in uninterruptible sleep (I/O on a device whose daemon was killed and not yet
+// recovered) outlives its kill, and so can a child holding its output open: WaitDelay lets Wait
+// return anyway, so that the test fails, its cleanups recover or stop the device, and the stuck
+// process then ends.
+func boundedCommand(name string, args ...string) (cmd *exec.Cmd, done func(error) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	cmd = exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd, func(err error) error {
+		defer cancel()
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("%s %s did not finish in %v: %w", name, strings.Join(args, " "), commandTimeout, err)
+		}
+		return err
+	}
+}
+
+// testCommand is a boundedCommand for a test that starts it and waits for it itself; the
+// test's end releases its timer, and kills it if it still runs.
+func testCommand(t *testing.T, name string, args ...string) *exec.Cmd {
+	cmd, done := boundedCommand(name, args...)
+	t.Cleanup(func() { _ = done(nil) })
+	return cmd
+}
 
 func uraidCode(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), uraidTimeout) // cleanups call it too
-	defer cancel()
-	cmd := exec.CommandContext(ctx, uraidBin(t), args...)
+	cmd, done := boundedCommand(uraidBin(t), args...) // cleanups call it too
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if ctx.Err() != nil {
-		err = fmt.Errorf("uraid %s did not finish in %v: %w", strings.Join(args, " "), uraidTimeout, err)
-	}
-	return string(out) + stderr.String(), err
+	return string(out) + stderr.String(), done(err)
 }
 
 // memberSet makes n members of one kind: sparse files, or loop devices over sparse files. It

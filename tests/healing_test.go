@@ -38,7 +38,7 @@ func TestE2ERebuildTrimRace(t *testing.T) {
 	uraid(t, "fail", name, members[1])
 	uraid(t, "remove", name, members[1])
 	fresh, _ := memberSet(t, "loop", 1, 64<<20)
-	fio := exec.Command("fio", fioVerifyJob(dev, "100M")...)
+	fio := testCommand(t, "fio", fioVerifyJob(dev, "100M")...)
 	out := &strings.Builder{}
 	fio.Stdout, fio.Stderr = out, out
 	require.NoError(t, fio.Start())
@@ -62,7 +62,7 @@ func TestE2ERefusedFailUnderLoad(t *testing.T) {
 	dev := strings.TrimSpace(uraid(t, append([]string{"create", name, "--level", "10"}, members...)...))
 	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
 	uraid(t, "fail", name, members[1])
-	fio := exec.Command("fio", fioVerifyJob(dev, "100M", "--loops=3")...)
+	fio := testCommand(t, "fio", fioVerifyJob(dev, "100M", "--loops=3")...)
 	out := &strings.Builder{}
 	fio.Stdout, fio.Stderr = out, out
 	require.NoError(t, fio.Start())

@@ -2,9 +2,7 @@ package tests
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,9 +39,9 @@ func TestE2ENoUblkKernel(t *testing.T) {
 	made := filepath.Join(dir, "m2")
 	args := append([]string{"create", "noublk", "--level", "1", "--size", "64M"}, members...)
 	args = append(args, made)
-	ctx, cancel := context.WithTimeout(context.Background(), uraidTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	cmd, done := boundedCommand(bin, args...)
+	out, err := cmd.CombinedOutput()
+	err = done(err)
 	require.Error(t, err, "create on a kernel without ublk: %s", out)
 	msg := string(out)
 	t.Logf("uraid create: %s", strings.TrimSpace(msg))

@@ -164,7 +164,7 @@ type load struct {
 func startLoad(t *testing.T, dir string, size string) *load {
 	t.Helper()
 	l := &load{t: t, fioDone: make(chan error, 1), stop: make(chan struct{}), synced: map[string][32]byte{}}
-	l.fio = exec.Command("fio", "--name=verify", "--directory="+dir, "--filename=fio.dat", "--size="+size,
+	l.fio = testCommand(t, "fio", "--name=verify", "--directory="+dir, "--filename=fio.dat", "--size="+size,
 		"--rw=randwrite", "--bsrange=4k-64k", "--ioengine=io_uring", "--iodepth=16", "--direct=1",
 		"--verify=crc32c", "--verify_fatal=1", "--randseed=11", "--output-format=json")
 	l.fio.Stdout, l.fio.Stderr = &l.fioOut, &l.fioOut

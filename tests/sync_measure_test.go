@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +37,7 @@ func TestE2EMeasureResyncReadLatency(t *testing.T) {
 			dm := delayedMembers(t, 2, syncMemberSize)
 			members := dm.paths
 			a := newMirrorArray(t, "ms", "1", members)
-			writer := exec.Command("fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
+			writer := testCommand(t, "fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
 				"--ioengine=io_uring", "--iodepth=8", "--direct=1", "--time_based", "--runtime=600")
 			require.NoError(t, writer.Start())
 			st := a.status()
@@ -132,7 +131,7 @@ func logSpread(t *testing.T, runs int, with string, under []float64, without str
 // completion latency in microseconds.
 func readP99(t *testing.T, dev string) float64 {
 	t.Helper()
-	out, err := exec.Command("fio", "--name=lat", "--filename="+dev, "--rw=randread", "--bs=4k",
+	out, err := testCommand(t, "fio", "--name=lat", "--filename="+dev, "--rw=randread", "--bs=4k",
 		"--ioengine=psync", "--direct=1", "--time_based", "--runtime=5", "--output-format=json").Output()
 	require.NoError(t, err, "%s", out)
 	if i := bytes.IndexByte(out, '{'); i > 0 {

@@ -257,7 +257,7 @@ func (l *memberLayout) differingBytes(t *testing.T) int64 {
 func fioSeqWriter(t *testing.T, dev, size, rate string) (*exec.Cmd, *bytes.Buffer, chan error) {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := exec.Command("fio", fioSeqJob(dev, size, rate)...)
+	cmd := testCommand(t, "fio", fioSeqJob(dev, size, rate)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
@@ -328,7 +328,7 @@ func TestE2EResyncAfterKill(t *testing.T) {
 
 				// fio's checksums, read back through the array, and every copy, from the
 				// members.
-				vout, err := exec.Command("fio", append(fioSeqJob(a.dev, "40M", ""), "--verify_only")...).CombinedOutput()
+				vout, err := testCommand(t, "fio", append(fioSeqJob(a.dev, "40M", ""), "--verify_only")...).CombinedOutput()
 				require.NoError(t, err, "%s", vout)
 				require.Contains(t, string(vout), "err= 0", "%s", vout)
 				uraid(t, "stop", a.name)
@@ -504,7 +504,7 @@ func TestE2EResyncResumesAfterSecondKill(t *testing.T) {
 			a := newMirrorArray(t, "rr"+lv.level, lv.level, members)
 
 			// Random 4 KiB writes touch every region again and again, so many stay dirty.
-			writer := exec.Command("fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
+			writer := testCommand(t, "fio", "--name=dirty", "--filename="+a.dev, "--rw=randwrite", "--bs=4k",
 				"--ioengine=io_uring", "--iodepth=8", "--direct=1", "--time_based", "--runtime=600", "--randseed=3")
 			var wout bytes.Buffer
 			writer.Stdout, writer.Stderr = &wout, &wout
@@ -538,7 +538,7 @@ func TestE2EResyncResumesAfterSecondKill(t *testing.T) {
 
 			// A reader keeps the array busy: the resync keeps to its floor rate.
 			// --thread: the job runs in fio's own process, so that killing it ends the reads.
-			reader := exec.Command("fio", "--name=busy", "--filename="+a.dev, "--rw=randread", "--bs=4k",
+			reader := testCommand(t, "fio", "--name=busy", "--filename="+a.dev, "--rw=randread", "--bs=4k",
 				"--ioengine=io_uring", "--iodepth=1", "--direct=1", "--time_based", "--runtime=600", "--thread")
 			require.NoError(t, reader.Start())
 			readerDone := make(chan error, 1)

@@ -35,10 +35,13 @@ func backingFile(t *testing.T) string {
 }
 
 // sh runs a command and returns its output, failing the test with the
-// output when it fails.
+// output when it fails. Like the CLI's calls it is bounded: a command stuck
+// on a device whose I/O nobody serves fails its test and names itself.
 func sh(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	cmd, done := boundedCommand(name, args...)
+	out, err := cmd.CombinedOutput()
+	err = done(err)
 	require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
 	return string(out)
 }
