@@ -520,6 +520,9 @@ func (s *syncer) region(j *syncJob, r int) error {
 	}
 	for pos := off; pos < off+n; pos += syncStep {
 		step := min(int64(syncStep), off+n-pos)
+		if plant.Is("resyncend") && j.action == SyncResync && pos+step >= off+n {
+			break
+		}
 		var err error
 		j.pieces, err = s.a.Map().Read(pos, step, j.pieces[:0])
 		if err != nil {

@@ -26,6 +26,8 @@
 //	F  a rebuild moves its checkpoint without flushing what it copied
 //	map       a write goes to the members before its regions are dirty on disk
 //	resync    a resync counts a region in sync without flushing what it copied
+//	resyncend a resync's walk over a region ends a step early (its bound tested against the
+//	          step's end, < for <=): the region's last 256 KiB are counted in sync, never copied
 //	recovery  assemble takes a stale member (events behind) as current
 //	readd     a device that left before the array was last made whole again is re-added by the
 //	          map's regions (which have forgotten what it missed) instead of rebuilt whole
