@@ -84,6 +84,9 @@ type Array struct {
 	// adminMu serializes membership changes (fail, remove, add, replace, spares).
 	adminMu sync.Mutex
 	closing atomic.Bool
+	// superseded is set once SetCopies rewrote the superblocks for another slot count: this
+	// Array writes none from then on.
+	superseded atomic.Bool
 	// bg counts the goroutines a failure starts (a spare taking the failed member's place), which
 	// Close waits for; bgClosed, under bgMu, keeps new ones from starting once Close has begun.
 	bg       sync.WaitGroup
@@ -471,6 +474,7 @@ func (a *Array) MarkDirty() error {
 	}
 	if a.syncer != nil && !a.syncer.resumeRebuild() {
 		a.syncer.resyncIfNeeded() // after a crash, the regions being written then
+		a.fillFromSpares()
 	}
 	return nil
 }
@@ -500,6 +504,9 @@ func (a *Array) writeSuperblocks(st raid.State) error { return a.writeSuperblock
 func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 	a.sbMu.Lock()
 	defer a.sbMu.Unlock()
+	if a.superseded.Load() {
+		return errSuperseded
+	}
 	seq := a.failSeq.Load() // the failures this write records, if it reaches a member
 	wrote := false
 	a.sb.Events++
@@ -551,20 +558,27 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		for old := a.recordedSeq.Load(); old < seq && !a.recordedSeq.CompareAndSwap(old, seq); old = a.recordedSeq.Load() {
 		}
 	}
-	// Spares carry the events too, so that a spare of this array is told apart from one of an
-	// older incarnation; their failure only drops them.
+	errs = append(errs, a.writeSpareSuperblocks()...)
+	return errors.Join(errs...)
+}
+
+// writeSpareSuperblocks gives the spares the update a.sb is at: they carry the events too, so that
+// a spare of this array is told apart from one of an older incarnation; their failure only drops
+// them. sbMu and membersMu held.
+func (a *Array) writeSpareSuperblocks() []error {
+	var errs []error
 	for _, sp := range a.spares {
 		sb, err := raid.ReadSuperblock(sp.File)
 		if err == nil {
-			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, st, a.sb.UpdateTime, raid.RoleSpare, 0, a.sb.Slots
-			sb.WholeEvents, sb.DataSize = a.sb.WholeEvents, a.sb.DataSize
+			sb.Events, sb.State, sb.UpdateTime, sb.Role, sb.Index, sb.Slots = a.sb.Events, a.sb.State, a.sb.UpdateTime, raid.RoleSpare, 0, a.sb.Slots
+			sb.WholeEvents, sb.DataSize, sb.Members = a.sb.WholeEvents, a.sb.DataSize, a.sb.Members
 			err = raid.WriteSuperblock(sp.File, sb)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("spare %s: %w", sp.Path, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // failuresRecorded reports whether every member taken out of service is on record as such in

@@ -37,7 +37,7 @@ func TestLogInjected(t *testing.T) {
 		time.Minute, time.Millisecond, "%s", logged.String())
 	log := logged.String()
 	assert.Regexp(t, `level=WARN msg="member failed" array=t member=0 path=`+regexp.QuoteMeta(paths[0])+` err=`, log)
-	assert.Contains(t, log, `level=INFO msg="member failed; a spare takes its place" array=t member=0 spare=`+spare)
+	assert.Contains(t, log, `level=INFO msg="a spare takes the place of a member" array=t member=0 spare=`+spare)
 	assert.Contains(t, log, `level=INFO msg="rebuild of member started" array=t member=0 path=`+spare)
 	assert.Contains(t, log, `level=INFO msg="rebuild of member finished" array=t member=0 path=`+spare)
 }

@@ -196,54 +196,11 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 	}
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
-	if a.slotOf(path) >= 0 && a.writable(a.slotOf(path)) {
-		return "", fmt.Errorf("array %s: %s is a member already", a.Name, path)
-	}
-	if a.spareOrReplacement(path) {
-		return "", fmt.Errorf("array %s: %s is a spare or a replacement of the array already", a.Name, path)
-	}
-	m, err := raid.OpenMember(path)
+	c, err := a.vetAdd(path, force)
 	if err != nil {
 		return "", err
 	}
-	need := int64(a.sb.DataOffset + a.sb.DataSize)
-	if m.Size < need {
-		m.Close()
-		return "", fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, raid.ErrTooSmall, m.Size, need)
-	}
-	sb, err := raid.ReadSuperblock(m.File)
-	readd, unfinished, before := -1, false, false
-	switch {
-	case err == nil && sb.ArrayUUID == a.sb.ArrayUUID:
-		if sb.Role != raid.RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
-			readd = int(sb.Index) // it left and comes back to its slot
-			// A member that left in the middle of its rebuild holds only part of the array:
-			// the map's regions written meanwhile are not all it misses. Nor are they for one
-			// that left before the array was last made whole again: the map has forgotten
-			// what was written between its leaving and then.
-			unfinished = sb.Role == raid.RoleRebuilding
-			before = sb.Events < a.sb.WholeEvents
-		}
-	case err == nil && !force:
-		m.Close()
-		return "", fmt.Errorf("array %s: %s: %w of array %q (%s); give --force to use it here, losing what it holds",
-			a.Name, path, raid.ErrHasSuperblock, sb.Name, sb.ArrayUUID)
-	case err != nil && !errors.Is(err, raid.ErrNotMember) && !force:
-		m.Close()
-		return "", fmt.Errorf("array %s: %s: %w; give --force to overwrite it", a.Name, path, err)
-	}
-	if err == nil && readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != raid.RoleSpare {
-		m.Close()
-		return "", fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
-	}
-	if err != nil {
-		// Not a uraid member: refuse whatever else it carries (a filesystem, LVM, LUKS, swap,
-		// a partition table), as create does.
-		if serr := raid.CheckSignatures(m, force); serr != nil {
-			m.Close()
-			return "", fmt.Errorf("array %s: %w", a.Name, serr)
-		}
-	}
+	m, readd, unfinished, before := c.m, c.readd, c.unfinished, c.before
 	// Every check passed: what the add writes from here on is put back should it fail before
 	// the device serves.
 	saved, err := raid.SaveMetadata(m, int64(a.sb.DataOffset))
@@ -277,6 +234,69 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 		return "", errors.Join(err, a.release(m, saved))
 	}
 	return fmt.Sprintf("added as member %d: rebuilding", slot), nil
+}
+
+// addition is a device an add may take, every check passed, and what it would be to the array.
+type addition struct {
+	m *raid.Member
+	// readd is the slot it left and comes back to, -1 for a device new to the array; unfinished
+	// and before say why such a device is rebuilt whole (AddMember).
+	readd              int
+	unfinished, before bool
+}
+
+// vetAdd opens the device at path and checks that an add may take it, writing nothing.
+// adminMu held.
+func (a *Array) vetAdd(path string, force bool) (addition, error) {
+	if a.slotOf(path) >= 0 && a.writable(a.slotOf(path)) {
+		return addition{}, fmt.Errorf("array %s: %s is a member already", a.Name, path)
+	}
+	if a.spareOrReplacement(path) {
+		return addition{}, fmt.Errorf("array %s: %s is a spare or a replacement of the array already", a.Name, path)
+	}
+	m, err := raid.OpenMember(path)
+	if err != nil {
+		return addition{}, err
+	}
+	need := int64(a.sb.DataOffset + a.sb.DataSize)
+	if m.Size < need {
+		m.Close()
+		return addition{}, fmt.Errorf("array %s: %s: %w: %d bytes, the array's members need %d", a.Name, path, raid.ErrTooSmall, m.Size, need)
+	}
+	sb, err := raid.ReadSuperblock(m.File)
+	c := addition{m: m, readd: -1}
+	switch {
+	case err == nil && sb.ArrayUUID == a.sb.ArrayUUID:
+		if sb.Role != raid.RoleSpare && int(sb.Index) < len(a.members) && !a.writable(int(sb.Index)) && sb.Events <= a.sb.Events {
+			c.readd = int(sb.Index) // it left and comes back to its slot
+			// A member that left in the middle of its rebuild holds only part of the array:
+			// the map's regions written meanwhile are not all it misses. Nor are they for one
+			// that left before the array was last made whole again: the map has forgotten
+			// what was written between its leaving and then.
+			c.unfinished = sb.Role == raid.RoleRebuilding
+			c.before = sb.Events < a.sb.WholeEvents
+		}
+	case err == nil && !force:
+		m.Close()
+		return addition{}, fmt.Errorf("array %s: %s: %w of array %q (%s); give --force to use it here, losing what it holds",
+			a.Name, path, raid.ErrHasSuperblock, sb.Name, sb.ArrayUUID)
+	case err != nil && !errors.Is(err, raid.ErrNotMember) && !force:
+		m.Close()
+		return addition{}, fmt.Errorf("array %s: %s: %w; give --force to overwrite it", a.Name, path, err)
+	}
+	if err == nil && c.readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != raid.RoleSpare {
+		m.Close()
+		return addition{}, fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
+	}
+	if err != nil {
+		// Not a uraid member: refuse whatever else it carries (a filesystem, LVM, LUKS, swap,
+		// a partition table), as create does.
+		if serr := raid.CheckSignatures(m, force); serr != nil {
+			m.Close()
+			return addition{}, fmt.Errorf("array %s: %w", a.Name, serr)
+		}
+	}
+	return c, nil
 }
 
 // ReplaceMember rebuilds a copy of the member at old onto the blank device at new while old still
@@ -862,6 +882,19 @@ func (a *Array) swapShadow(i int) error {
 	return nil
 }
 
+// fillFromSpares has a spare fill the first empty slot, as one takes a failed member's place: an
+// array assembled with a slot empty and a spare (a raid1 that gained a copy, SetCopies) fills it
+// with no operator; one slot at a time, the next when that rebuild ends. Never on the queue
+// goroutine: it starts a goroutine that takes adminMu.
+func (a *Array) fillFromSpares() {
+	a.membersMu.Lock()
+	spares := len(a.spares)
+	a.membersMu.Unlock()
+	if i := a.emptySlot(); i >= 0 && spares > 0 {
+		a.background(func() { a.activateSpare(i) })
+	}
+}
+
 // activateSpare starts a rebuild onto a hot spare when member i failed.
 func (a *Array) activateSpare(i int) {
 	defer a.membershipChanged() // the failed member leaves the record, a spare may enter it
@@ -878,7 +911,7 @@ func (a *Array) activateSpare(i int) {
 	sp := a.spares[0]
 	a.spares = a.spares[1:]
 	a.membersMu.Unlock()
-	a.log.Info("member failed; a spare takes its place", "member", i, "spare", sp.Path)
+	a.log.Info("a spare takes the place of a member", "member", i, "spare", sp.Path)
 	a.emit(Event{Type: EventSpareActivated, Member: slotPtr(i), Path: sp.Path,
 		Message: fmt.Sprintf("spare %s takes the place of member %d", sp.Path, i)})
 	if err := a.startRebuild(i, sp, false, false); err != nil {

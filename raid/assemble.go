@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"uraid/internal/plant"
+	"uraid/mapping"
 )
 
 // MemberSB is a superblock together with the path it was read from, which
@@ -115,9 +116,10 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	}
 	for _, m := range group {
 		d := assemblyGeometryDiff(m.SB, ref)
-		if d == geoDataSize && m.SB.Events < ref.Events {
-			// A device that left before the array grew (or shrank) carries the data size of its
-			// time: it is stale or superseded by its events, below, not of another geometry.
+		if (d == geoDataSize || d == geoMembers && ref.Level == mapping.RAID1) && m.SB.Events < ref.Events {
+			// A device that left before the array grew (or shrank), or before a raid1 gained or
+			// dropped a copy, carries the geometry of its time: it is stale or superseded by its
+			// events, below, not of another geometry.
 			continue
 		}
 		if d != "" {
@@ -133,8 +135,8 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 			spares = append(spares, m)
 			continue
 		}
-		if m.SB.Index < ref.Members {
-			slots[m.SB.Index] = append(slots[m.SB.Index], m)
+		if i := slotIn(m.SB, ref); i < ref.Members {
+			slots[i] = append(slots[i], m)
 		}
 	}
 	var replacing, superseded []MemberSB
@@ -182,7 +184,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		switch {
 		case len(claim) == 0:
 			a.Missing = append(a.Missing, uint32(i))
-		case claim[0].SB.Events < ref.Events && !tornBehind(claim[0].SB, ref) && !plant.Is("recovery"):
+		case claim[0].SB.Events < ref.Events && !tornBehind(claim[0].SB, ref, uint32(i)) && !plant.Is("recovery"):
 			a.Stale = append(a.Stale, claim[0])
 		default:
 			a.Members[i] = claim[0]
@@ -263,13 +265,25 @@ func DegradedHint(a *Assembly, how string) string {
 }
 
 // tornBehind reports whether sb, behind ref, missed only ref's update and ref still names it in
-// its slot: a crash stopped that update between members, and sb missed no write (a write goes to
+// slot: a crash stopped that update between members, and sb missed no write (a write goes to
 // fewer copies only once the superblocks record the failure that made them fewer).
-func tornBehind(sb, ref *Superblock) bool {
+func tornBehind(sb, ref *Superblock, slot uint32) bool {
 	if plant.Is("torn") {
 		return sb.Events+1 == ref.Events // any member one behind, whatever the table says
 	}
-	return sb.Events+1 == ref.Events && ref.Slots != nil && ref.Slots[sb.Index] == sb.MemberUUID.Tag()
+	return sb.Events+1 == ref.Events && ref.Slots != nil && ref.Slots[slot] == sb.MemberUUID.Tag()
+}
+
+// slotIn is the slot sb's device holds in the array as ref describes it: its own index, except
+// for a raid1 member one update behind a change of its copies (CopiesPlan) that renumbered the
+// slots: the update it missed moved it to the slot where ref's table names it.
+func slotIn(sb, ref *Superblock) uint32 {
+	if sb.Members != ref.Members && sb.Events+1 == ref.Events && ref.Level == mapping.RAID1 {
+		if j := slices.Index(ref.Slots, sb.MemberUUID.Tag()); j >= 0 {
+			return uint32(j)
+		}
+	}
+	return sb.Index
 }
 
 // checkMembersReadable rejects input that is unusable before members are compared.

@@ -484,3 +484,69 @@ func TestCheckAssemblyGrownPast(t *testing.T) {
 	_, err = CheckAssembly(ms)
 	require.ErrorIs(t, err, ErrGeometryMismatch)
 }
+
+// A raid1 whose copies changed (array.SetCopies) assembles from members a crash left one update
+// behind: the new slot count is the newest's, and a member the change renumbered is found in the
+// slot where the newest slot table names it.
+func TestCheckAssemblyCopiesChanged(t *testing.T) {
+	raid1 := func(sb *Superblock) {
+		sb.Level, sb.Layout, sb.ChunkSize, sb.Events = mapping.RAID1, mapping.NoLayout, 0, 10
+	}
+	tags := func(ms []MemberSB, idx ...int) []uint64 {
+		var s []uint64
+		for _, i := range idx {
+			if i < 0 {
+				s = append(s, 0)
+			} else {
+				s = append(s, ms[i].SB.MemberUUID.Tag())
+			}
+		}
+		return s
+	}
+
+	distinct := func(ms []MemberSB) []MemberSB {
+		for i, m := range ms {
+			m.SB.MemberUUID[0] = byte(i + 1) // in the tag
+		}
+		return ms
+	}
+
+	t.Run("gained a copy", func(t *testing.T) {
+		ms := distinct(testArray(t, 2, raid1))
+		for _, m := range ms {
+			m.SB.Slots = tags(ms, 0, 1)
+		}
+		ms[0].SB.Members, ms[0].SB.Events, ms[0].SB.Slots = 3, 11, tags(ms, 0, 1, -1)
+		a, err := CheckAssembly(ms)
+		require.ErrorIs(t, err, ErrMissingMember, "the new slot waits for its device")
+		assert.NotErrorIs(t, err, ErrGeometryMismatch)
+		assert.NotErrorIs(t, err, ErrStaleMember)
+		require.NotNil(t, a)
+		assert.Equal(t, uint32(3), a.Newest.Members)
+		assert.Equal(t, []uint32{2}, a.Missing)
+		assert.Equal(t, ms[1], a.Members[1], "one update behind, named in its slot: current")
+	})
+
+	t.Run("dropped a copy", func(t *testing.T) {
+		ms := distinct(testArray(t, 3, raid1))
+		for _, m := range ms {
+			m.SB.Slots = tags(ms, 0, -1, 2) // slot 1's device was removed
+		}
+		ms[0].SB.Members, ms[0].SB.Events, ms[0].SB.Slots = 2, 11, tags(ms, 0, 2)
+		a, err := CheckAssembly([]MemberSB{ms[0], ms[2]})
+		require.NoError(t, err)
+		assert.Equal(t, ms[2], a.Members[1], "renumbered by the update it missed")
+
+		ms[2].SB.Events = 9
+		a, err = CheckAssembly([]MemberSB{ms[0], ms[2]})
+		require.ErrorIs(t, err, ErrMissingMember, "two updates behind: not placed by the new table")
+		assert.Equal(t, []uint32{1}, a.Missing)
+	})
+
+	t.Run("raid10 member count", func(t *testing.T) {
+		ms := testArray(t, 4, func(sb *Superblock) { sb.Events = 10 })
+		ms[0].SB.Members, ms[0].SB.Events = 6, 11
+		_, err := CheckAssembly(ms)
+		require.ErrorIs(t, err, ErrGeometryMismatch, "a raid10's copies are its layout's: no such change")
+	})
+}
