@@ -48,26 +48,14 @@ type CopiesPlan struct {
 func (a *Array) SetCopies(n int, add []string, force bool) (CopiesPlan, error) {
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
-	p, keep, err := a.planCopies(n, len(add))
+	p, keep, adds, err := a.vetCopies(n, add, force)
 	if err != nil {
-		return p, fmt.Errorf("array %s: %w", a.Name, err)
+		return p, err
 	}
-	if err := raid.CheckNamedOnce(add); err != nil {
-		return p, fmt.Errorf("array %s: %w", a.Name, err)
-	}
-	var adds []addition
 	closeAll := func() {
 		for _, c := range adds {
 			c.m.Close()
 		}
-	}
-	for _, path := range add {
-		c, err := a.vetAdd(path, force)
-		if err != nil {
-			closeAll()
-			return p, err
-		}
-		adds = append(adds, c)
 	}
 	hit(FailpointCopiesCommit)
 	if err := a.commitCopies(n, keep); err != nil {
@@ -91,6 +79,42 @@ func (a *Array) SetCopies(n int, add []string, force bool) (CopiesPlan, error) {
 		p.Spares = append(p.Spares, c.m.Path)
 	}
 	return p, errors.Join(errs...)
+}
+
+// CheckCopies makes every check SetCopies would and writes nothing: a daemon asks it before it
+// lets its device go for the change.
+func (a *Array) CheckCopies(n int, add []string, force bool) error {
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	_, _, adds, err := a.vetCopies(n, add, force)
+	for _, c := range adds {
+		c.m.Close()
+	}
+	return err
+}
+
+// vetCopies checks a change to n copies with the devices at add, and returns the plan, the slots
+// kept in their new order and the devices, open; adminMu held.
+func (a *Array) vetCopies(n int, add []string, force bool) (CopiesPlan, []int, []addition, error) {
+	p, keep, err := a.planCopies(n, len(add))
+	if err != nil {
+		return p, nil, nil, fmt.Errorf("array %s: %w", a.Name, err)
+	}
+	if err := raid.CheckNamedOnce(add); err != nil {
+		return p, nil, nil, fmt.Errorf("array %s: %w", a.Name, err)
+	}
+	var adds []addition
+	for _, path := range add {
+		c, err := a.vetAdd(path, force)
+		if err != nil {
+			for _, c := range adds {
+				c.m.Close()
+			}
+			return p, nil, nil, err
+		}
+		adds = append(adds, c)
+	}
+	return p, keep, adds, nil
 }
 
 // planCopies checks a change to n copies with adds new devices, and returns the plan and the

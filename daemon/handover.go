@@ -22,37 +22,50 @@ var ErrRestartMe = errors.New("device handed over: the supervisor starts the suc
 // finished, queued TRIMs are done, the members flushed and marked clean, the record says so; the
 // device's queues close without a stop, so the kernel quiesces it, and the requests that arrived
 // meanwhile are reissued to the successor. Without reissue they would fail instead, so it is
-// refused.
-func (s *served) handover() error {
+// refused. It reports whether it left the device (an error with false: the array serves on).
+// A change of copies (copies, nil for none) is checked once the array is drained, a refusal
+// leaving it serving, and committed once the members are clean: the successor assembles
+// the array as the change left it. A commit that fails still hands over, with its error.
+func (s *served) handover(copies *copiesJob) (left bool, err error) {
 	a := s.a
 	if !s.flags.Reissue() {
-		return fmt.Errorf("array %s: its device %s was created without user recovery reissue (UBLK_F_USER_RECOVERY_REISSUE), so a hand-over would fail the requests that arrive meanwhile; stop the array (once unmounted) and assemble it again instead",
+		return false, fmt.Errorf("array %s: its device %s was created without user recovery reissue (UBLK_F_USER_RECOVERY_REISSUE), so a hand-over would fail the requests that arrive meanwhile; stop the array (once unmounted) and assemble it again instead",
 			a.Name, s.dev.Path())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := s.dev.Drain(ctx); err != nil {
 		s.dev.EndDrain()
-		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
+		return false, fmt.Errorf("array %s: hand over: %w", a.Name, err)
 	}
 	a.DrainDiscards()
 	if err := a.Flush(); err != nil {
 		s.dev.EndDrain()
-		return fmt.Errorf("array %s: hand over: flush members: %w", a.Name, err)
+		return false, fmt.Errorf("array %s: hand over: flush members: %w", a.Name, err)
+	}
+	if copies != nil {
+		if err := a.CheckCopies(copies.req.Copies, copies.req.Add, copies.req.Force); err != nil {
+			s.dev.EndDrain()
+			return false, err
+		}
 	}
 	s.mu.Lock()
 	s.rec.Handover, s.rec.Unclean = true, a.Unclean()
-	err := writeRecord(s.rec)
+	err = writeRecord(s.rec)
 	s.mu.Unlock()
 	if err != nil {
 		s.dev.EndDrain()
-		return fmt.Errorf("array %s: hand over: %w", a.Name, err)
+		return false, fmt.Errorf("array %s: hand over: %w", a.Name, err)
 	}
 	// Nothing is in flight and every write is durable: the members can say so, as after a clean
 	// stop, which spares the successor a resync of the regions written lately (it marks them
 	// dirty again before it serves). A member that fails here is left out by the successor.
 	if err := a.MarkClean(); err != nil {
 		s.log.Warn("hand over: members not marked clean", "err", err)
+	}
+	var changed error
+	if copies != nil {
+		changed = copies.commit(s)
 	}
 	s.event(EventHandedOver, "drained and flushed: the device is left to a successor")
 	// From here the successor may start: it waits for this process to end.
@@ -64,5 +77,5 @@ func (s *served) handover() error {
 	if err := a.Close(); err != nil {
 		s.log.Warn("hand over: members not closed cleanly", "err", err)
 	}
-	return nil
+	return true, changed
 }

@@ -272,6 +272,12 @@ func WaitNewDaemon(ctx context.Context, name string, pid int) (Status, error) {
 // the successor, started by spawn (with the binary now on disk) or, for a supervised daemon, by
 // its supervisor, takes the device over. It returns the device.
 func Restart(ctx context.Context, name string, spawn func() (string, error)) (string, error) {
+	return handOver(ctx, name, func() error { return NewClient(name).Handover(ctx) }, spawn)
+}
+
+// handOver has the daemon of the array called name hand its device over (ask) and starts its
+// successor, as Restart describes.
+func handOver(ctx context.Context, name string, ask func() error, spawn func() (string, error)) (string, error) {
 	var st Status
 	if err := NewClient(name).Status(ctx, &st); err != nil {
 		return "", err
@@ -280,7 +286,7 @@ func Restart(ctx context.Context, name string, spawn func() (string, error)) (st
 	if err != nil {
 		return "", err
 	}
-	if err := NewClient(name).Handover(ctx); err != nil {
+	if err := ask(); err != nil {
 		if rec.running() {
 			return "", err // refused: the daemon serves on
 		}

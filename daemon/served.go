@@ -71,7 +71,9 @@ type served struct {
 // request is a stop or a hand-over asked through the control socket.
 type request struct {
 	handover bool
-	reply    chan error
+	// copies, with handover, changes the array's copies in the hand-over.
+	copies *copiesJob
+	reply  chan error
 }
 
 func newServed(a *array.Array, dev device, rec *Record, cfg Config) *served {
@@ -174,9 +176,9 @@ func (s *served) loop(sigs <-chan os.Signal, n *Notifier) error {
 			sdNotify("STATUS=" + err.Error())
 		case r := <-s.requests:
 			if r.handover {
-				err := s.handover()
+				left, err := s.handover(r.copies)
 				r.reply <- err
-				if err == nil {
+				if left {
 					n.Stopping()
 					if s.cfg.Supervised {
 						return ErrRestartMe

@@ -98,6 +98,7 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	mux.HandleFunc("POST /handover", action(a.Handover))
 	serveMembers(mux, a)
 	serveGrow(mux, a)
+	serveCopies(mux, a)
 	if hooks {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}

@@ -14,16 +14,18 @@ import (
 )
 
 type growOptions struct {
-	size  string
-	force bool
-	json  bool
+	size   string
+	copies int
+	add    []string
+	force  bool
+	json   bool
 }
 
 func newGrowCommand() *cobra.Command {
 	var o growOptions
 	cmd := &cobra.Command{
-		Use:   "grow NAME --size max|SIZE [MEMBER...]",
-		Short: "Use the space of members that have grown, or shrink the array, without moving data",
+		Use:   "grow NAME --size max|SIZE | --copies N [--add DEV]... [MEMBER...]",
+		Short: "Use the space of members that have grown, shrink the array, or change a raid1's copies, without moving data",
 		Long: `Grow changes the size of the array to SIZE, or with --size max to as much as its smallest device
 (member or spare) allows: after uraid replace put larger devices in, or the member devices
 themselves grew. No byte moves: the space past the old end is trimmed on every member and marked
@@ -42,26 +44,49 @@ superblocks (as assemble --scan does) unless named.
 Refused, with the reason and nothing changed: raid10 f2 and linear of several members (their
 bytes would move), a degraded array, one whose resync, check, rebuild or replace is unfinished,
 a size past the smallest device (named), members that have not grown, and sizes past what the
-region map's regions can describe (256 GiB for 1 MiB regions).`,
+region map's regions can describe (256 GiB for 1 MiB regions).
+
+With --copies N a raid1 keeps N copies. More: each device given with --add becomes a spare that
+fills one new slot by a rebuild, which copies only the regions not trimmed (uraid wait NAME waits
+for it); new slots without a device wait for uraid add. Fewer: the slots to drop must be empty
+first (uraid fail NAME DEV, then uraid remove NAME DEV); members in higher slots move down. No data
+moves either way: every copy of a raid1 is the whole array. A running array changes by a
+hand-over (as uraid restart, so Linux 6.12 or later): it finishes its requests, commits the change
+and a new daemon takes the device over without its going away. A raid10 keeps the copies of its
+layout, and is refused, as are a failed member still in its slot and a rebuild, resync or replace
+under way.`,
 		Example: `  uraid grow data --size max && resize2fs /dev/ublkb0
-  uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped`,
+  uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped
+  uraid grow mirror --copies 3 --add /dev/sdd
+  uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2`,
 		Args:              arrayArgs(cobra.MinimumNArgs(1), false),
 		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGrow(cmd, &o, args[0], args[1:])
 		},
 	}
-	cmd.Flags().StringVar(&o.size, "size", "", "the array's new size: max, or bytes with an optional K, M, G or T suffix (required)")
-	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array")
+	cmd.Flags().StringVar(&o.size, "size", "", "the array's new size: max, or bytes with an optional K, M, G or T suffix")
+	cmd.Flags().IntVar(&o.copies, "copies", 0, "the copies a raid1 is to keep")
+	cmd.Flags().StringArrayVar(&o.add, "add", nil, "with --copies: a device to become a new copy (repeat for more)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array; with --add, use devices that hold data")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
 	return cmd
 }
 
 func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) error {
+	copies := cmd.Flags().Changed("copies")
+	switch {
+	case copies && o.size != "":
+		return usageError{fmt.Errorf("--size and --copies: give one; grow the size and the copies one after the other")}
+	case copies:
+		return runCopies(cmd, o, name, members)
+	case len(o.add) > 0:
+		return usageError{fmt.Errorf("--add goes with --copies: the copies the raid1 is to keep, e.g. --copies 3 --add DEV")}
+	}
 	var want int64
 	switch s := strings.ToLower(strings.TrimSpace(o.size)); s {
 	case "":
-		return usageError{fmt.Errorf("--size is required: max, or the array's new size, e.g. --size 2T")}
+		return usageError{fmt.Errorf("--size or --copies is required: --size max, the array's new size (--size 2T), or a raid1's copies (--copies 3)")}
 	case "max":
 	default:
 		v, err := parseSize(s)
@@ -85,24 +110,9 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err
 	}
-	if len(members) == 0 {
-		conf, err := scanConfig(cmd, DefaultConfig)
-		if err != nil {
-			return err
-		}
-		res, _, err := scanFound(conf)
-		if err != nil {
-			return err
-		}
-		f, ok := findArray(res, name)
-		if !ok {
-			return fmt.Errorf("array %s: no member found (%s superblocks); name its members: uraid grow %s --size %s MEMBER...",
-				name, describeScan(res), name, o.size)
-		}
-		members = memberPaths(f)
-	}
-	for i, m := range members {
-		members[i] = absPath(m)
+	members, err := growMembers(cmd, name, members, "--size "+o.size)
+	if err != nil {
+		return err
 	}
 	a, err := array.Assemble(name, members, array.Options{Queues: 1, Depth: 1, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -142,4 +152,110 @@ func printGrow(cmd *cobra.Command, o *growOptions, name string, r daemon.GrowRes
 		return err
 	}
 	return nil
+}
+
+// runCopies changes a raid1's copies: through its daemon by a hand-over, or in place when it is
+// stopped.
+func runCopies(cmd *cobra.Command, o *growOptions, name string, members []string) error {
+	if o.copies < 1 {
+		return usageError{fmt.Errorf("--copies %d: a raid1 keeps at least one copy", o.copies)}
+	}
+	add := make([]string, len(o.add))
+	for i, d := range o.add {
+		add[i] = absPath(d)
+	}
+	req := daemon.CopiesRequest{Copies: o.copies, Add: add, Force: o.force}
+	if _, running := runningDevice(cmd.Context(), name); running {
+		if len(members) > 0 {
+			return usageError{fmt.Errorf("array %s is running: its daemon knows its members; leave them out", name)}
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), spawnTimeout)
+		defer cancel()
+		res, dev, err := daemon.ChangeCopies(ctx, name, req, func() (string, error) {
+			return spawn(name, []string{"serve", "--recover", name})
+		})
+		if err != nil {
+			if res.New != 0 {
+				return fmt.Errorf("array %s: %d copies committed, but no new daemon took %s over: %w (uraid recover %s)", name, res.New, dev, err, name)
+			}
+			return err
+		}
+		return printCopies(cmd, o, name, res)
+	}
+	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
+		return err
+	}
+	members, err := growMembers(cmd, name, members, fmt.Sprintf("--copies %d", o.copies))
+	if err != nil {
+		return err
+	}
+	// Degraded: the slots a drop takes away are empty.
+	a, err := array.Assemble(name, members, array.Options{Queues: 1, Depth: 1, Degraded: true,
+		Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	p, err := a.SetCopies(o.copies, add, o.force)
+	if cerr := a.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("array %s: copies changed, but closing its members: %w", name, cerr)
+	}
+	if err != nil && p.New == 0 {
+		return err
+	}
+	res := daemon.CopiesResult{Schema: daemon.Schema, Old: p.Old, New: p.New, Spares: p.Spares, Dropped: p.Dropped}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return printCopies(cmd, o, name, res)
+}
+
+func printCopies(cmd *cobra.Command, o *growOptions, name string, r daemon.CopiesResult) error {
+	if o.json {
+		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+			return err
+		}
+	} else {
+		w := cmd.OutOrStdout()
+		msg := fmt.Sprintf("uraid: array %s: %d copies (was %d)", name, r.New, r.Old)
+		for _, d := range r.Dropped {
+			msg += fmt.Sprintf("; slot %d dropped", d)
+		}
+		for _, sp := range r.Spares {
+			msg += fmt.Sprintf("; %s fills a new slot by a rebuild (uraid wait %s)", sp, name)
+		}
+		if empty := r.New - r.Old - len(r.Spares); empty > 0 {
+			msg += fmt.Sprintf("; %d new slot(s) wait for uraid add %s DEV", empty, name)
+		}
+		if _, err := fmt.Fprintln(w, msg); err != nil {
+			return err
+		}
+	}
+	if r.Error != "" {
+		return fmt.Errorf("array %s: %s", name, r.Error)
+	}
+	return nil
+}
+
+// growMembers is the members of a stopped array to grow: those named, else those a scan finds.
+func growMembers(cmd *cobra.Command, name string, members []string, how string) ([]string, error) {
+	if len(members) == 0 {
+		conf, err := scanConfig(cmd, DefaultConfig)
+		if err != nil {
+			return nil, err
+		}
+		res, _, err := scanFound(conf)
+		if err != nil {
+			return nil, err
+		}
+		f, ok := findArray(res, name)
+		if !ok {
+			return nil, fmt.Errorf("array %s: no member found (%s superblocks); name its members: uraid grow %s %s MEMBER...",
+				name, describeScan(res), name, how)
+		}
+		members = memberPaths(f)
+	}
+	for i, m := range members {
+		members[i] = absPath(m)
+	}
+	return members, nil
 }

@@ -38,7 +38,7 @@ func TestGrowCLI(t *testing.T) {
 			code int
 			msg  string
 		}{
-			{"no size", []string{"arr", ms[0]}, exitUsage, "--size is required"},
+			{"no size", []string{"arr", ms[0]}, exitUsage, "--size or --copies is required"},
 			{"bad size", []string{"arr", "--size", "big", ms[0]}, exitUsage, `--size: "big"`},
 			{"not grown", append([]string{"arr", "--size", "max"}, ms...), exitError, "no member has grown"},
 			{"past a member", append([]string{"arr", "--size", "1G"}, ms...), exitError, "allows an array of at most"},
@@ -72,4 +72,59 @@ func TestGrowCLI(t *testing.T) {
 		assert.Contains(t, out, "shrunk from 30M (31457280 bytes) to 19M (19922944 bytes)")
 		assert.Contains(t, out, "rounded down")
 	})
+}
+
+// A stopped raid1 gains a copy in place: the device named with --add becomes its spare, which
+// fills the new slot when the array is assembled; refusals change nothing.
+func TestGrowCopiesCLI(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", filepath.Join(t.TempDir(), "run"))
+	require.NoError(t, os.Mkdir(os.Getenv("URAID_RUN_DIR"), 0o700))
+	ms := memberFiles(t, 4, 8<<20)
+	small := memberFiles(t, 1, 1<<20)[0]
+	cms, _, err := raid.Create(raid.CreateOptions{Name: "mir", Level: mapping.RAID1, Members: ms[:2]})
+	require.NoError(t, err)
+	for _, m := range cms {
+		m.Close()
+	}
+	sbOf := func(p string) *raid.Superblock {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		defer f.Close()
+		sb, err := raid.ReadSuperblock(f)
+		require.NoError(t, err)
+		return sb
+	}
+	before := [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1]), fileBytes(t, ms[2]), fileBytes(t, small)}
+	for _, tt := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--copies", "3", "--size", "max"}, exitUsage, "give one"},
+		{[]string{"--add", ms[2]}, exitUsage, "--add goes with --copies"},
+		{[]string{"--copies", "0"}, exitUsage, "at least one copy"},
+		{[]string{"--copies", "2"}, exitError, "keeps 2 copies already"},
+		{[]string{"--copies", "3", "--add", small}, exitError, "too small"},
+		{[]string{"--copies", "1"}, exitError, "uraid fail, then uraid remove"},
+	} {
+		code, _, errOut := runCLI(t, append(append([]string{"grow", "mir"}, tt.args...), ms[:2]...)...)
+		assert.Equal(t, tt.code, code, "%v: %s", tt.args, errOut)
+		assert.Contains(t, errOut, tt.msg, tt.args)
+	}
+	for i, p := range []string{ms[0], ms[1], ms[2], small} {
+		assert.Equal(t, before[i], fileBytes(t, p), "a refusal changed %s", p)
+	}
+
+	code, out, errOut := runCLI(t, "grow", "mir", "--copies", "3", "--add", ms[2], ms[0], ms[1])
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "uraid: array mir: 3 copies (was 2); "+ms[2]+" fills a new slot by a rebuild (uraid wait mir)")
+	for _, p := range ms[:2] {
+		assert.Equal(t, uint32(3), sbOf(p).Members, p)
+	}
+	assert.Equal(t, raid.RoleSpare, sbOf(ms[2]).Role)
+	assert.Equal(t, uint32(3), sbOf(ms[2]).Members)
+
+	code, out, errOut = runCLI(t, "grow", "mir", "--copies", "4", "--json", ms[0], ms[1], ms[2])
+	require.Equal(t, exitError, code, out)
+	assert.Contains(t, errOut, "slot 2 is empty already: fill it (uraid add) first")
 }

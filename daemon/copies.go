@@ -1,0 +1,139 @@
+package daemon
+
+// copies.go changes the copies of a running raid1 (uraid grow --copies): a hand-over that
+// commits the new slot count in the quiet moment when nothing is in flight, so that the successor
+// assembles the array as it is now.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+
+	"uraid/array"
+)
+
+// OpCopies is the control socket's POST /copies.
+const OpCopies = "copies"
+
+// CopiesRequest is the body of POST /copies: how many copies the raid1 is to keep, the devices
+// that become its new copies (absolute paths), and whether to overwrite what they hold.
+type CopiesRequest struct {
+	Copies int      `json:"copies"`
+	Add    []string `json:"add,omitempty"`
+	Force  bool     `json:"force,omitempty"`
+}
+
+// CopiesResult says what a change of copies did: the copies before and after, the devices added
+// as spares (each fills a new slot by a rebuild once the successor serves), and the slots dropped.
+type CopiesResult struct {
+	Schema  int      `json:"schema"`
+	Old     int      `json:"old_copies"`
+	New     int      `json:"new_copies"`
+	Spares  []string `json:"spares,omitempty"`
+	Dropped []int    `json:"dropped_slots,omitempty"`
+	// Error is set when the daemon handed its device over but the change failed on the way (the
+	// successor assembles what reached the members); a refusal is an error of the call instead.
+	Error string `json:"error,omitempty"`
+}
+
+// Copier is what a daemon whose array can change its copies serves on POST /copies.
+type Copier interface {
+	Copies(CopiesRequest) (CopiesResult, error)
+}
+
+func serveCopies(mux *http.ServeMux, a Array) {
+	c, ok := a.(Copier)
+	if !ok {
+		return
+	}
+	mux.HandleFunc("POST /"+OpCopies, func(w http.ResponseWriter, r *http.Request) {
+		var req CopiesRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("copies: bad request: %v", err)})
+			return
+		}
+		res, err := c.Copies(req)
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	})
+}
+
+// Copies asks the running daemon to change its array's copies (POST /copies). Without an error
+// the daemon has handed its device over, as for Handover (the change itself may have failed on
+// the way: CopiesResult.Error), and a successor must take it.
+func (c *Client) Copies(ctx context.Context, req CopiesRequest) (CopiesResult, error) {
+	b, err := c.doBody(ctx, http.MethodPost, "/"+OpCopies, req)
+	if err != nil {
+		return CopiesResult{}, err
+	}
+	var res CopiesResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return res, fmt.Errorf("array %s: copies: %w", c.name, err)
+	}
+	return res, nil
+}
+
+// Copies changes the served array's copies by a hand-over (see handover): the array is drained,
+// the change checked (a refusal leaves it serving, nothing written), the members marked clean,
+// the change committed and the new devices written as spares, and the device left to a
+// successor, which assembles the new slots and fills them from the spares.
+func (s *served) Copies(c CopiesRequest) (CopiesResult, error) {
+	for _, p := range c.Add {
+		if !filepath.IsAbs(p) {
+			return CopiesResult{}, fmt.Errorf("array %s: copies: give the device's absolute path, not %s", s.a.Name, p)
+		}
+	}
+	job := &copiesJob{req: c}
+	err := s.ask(request{handover: true, copies: job})
+	if job.plan == nil {
+		return CopiesResult{}, err
+	}
+	p := *job.plan
+	res := CopiesResult{Schema: Schema, Old: p.Old, New: p.New, Spares: p.Spares, Dropped: p.Dropped}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, nil // handed over: the caller starts the successor
+}
+
+// copiesJob is a change of copies a hand-over carries out, and what it did (nil: refused, or
+// not reached).
+type copiesJob struct {
+	req  CopiesRequest
+	plan *array.CopiesPlan
+}
+
+// commit is the hand-over's step for a change of copies, once nothing is in flight and the
+// members are clean; the record then names the new spares for the successor.
+func (j *copiesJob) commit(s *served) error {
+	c := j.req
+	p, err := s.a.SetCopies(c.Copies, c.Add, c.Force)
+	s.mu.Lock()
+	s.rec.Members = s.a.Status("", 0).InService()
+	werr := writeRecord(s.rec)
+	s.mu.Unlock()
+	if werr != nil && err == nil {
+		err = fmt.Errorf("array %s: copies changed, but the record of its members was not written: %w", s.a.Name, werr)
+	}
+	j.plan = &p
+	return err
+}
+
+// ChangeCopies changes the copies of the running array called name: its daemon hands the device
+// over with the change made (Client.Copies), and a successor, started by spawn or by its
+// supervisor as for Restart, assembles the array as the change left it. It returns what the
+// change did and the device.
+func ChangeCopies(ctx context.Context, name string, req CopiesRequest, spawn func() (string, error)) (CopiesResult, string, error) {
+	var res CopiesResult
+	dev, err := handOver(ctx, name, func() error {
+		var err error
+		res, err = NewClient(name).Copies(ctx, req)
+		return err
+	}, spawn)
+	return res, dev, err
+}
