@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"uraid/internal/plant"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -24,7 +23,7 @@ var ErrCopies = errors.New("cannot change the copies")
 // Array, built for the old one, must no longer write over.
 var errSuperseded = errors.New("the superblocks were rewritten for another number of copies: assemble the array again")
 
-// CopiesPlan is what SetCopies did.
+// CopiesPlan is what SetCopies did; the zero plan when it wrote nothing.
 type CopiesPlan struct {
 	Old, New int
 	// Spares are the devices added as spares: once the array is assembled again each fills one of
@@ -50,7 +49,7 @@ func (a *Array) SetCopies(n int, add []string, force bool) (CopiesPlan, error) {
 	defer a.adminMu.Unlock()
 	p, keep, adds, err := a.vetCopies(n, add, force)
 	if err != nil {
-		return p, err
+		return CopiesPlan{}, err
 	}
 	closeAll := func() {
 		for _, c := range adds {
@@ -60,15 +59,14 @@ func (a *Array) SetCopies(n int, add []string, force bool) (CopiesPlan, error) {
 	hit(FailpointCopiesCommit)
 	if err := a.commitCopies(n, keep); err != nil {
 		closeAll()
+		if !a.superseded.Load() {
+			return CopiesPlan{}, fmt.Errorf("array %s: %d copies: %w (nothing written)", a.Name, n, err)
+		}
 		return p, fmt.Errorf("array %s: %d copies: %w", a.Name, n, err)
 	}
 	var errs []error
-	for k, c := range adds {
-		write := a.writeSpare
-		if plant.Is("copiesactive") {
-			write = func(m *raid.Member) error { return a.writeInSlot(m, p.Old+k) }
-		}
-		if err := write(c.m); err != nil {
+	for _, c := range adds {
+		if err := a.writeSpare(c.m); err != nil {
 			c.m.Close()
 			errs = append(errs, fmt.Errorf("spare %s: %w (add it once the array is assembled again)", c.m.Path, err))
 			continue
@@ -235,16 +233,4 @@ func (a *Array) commitCopies(n int, keep []int) error {
 			wrote, len(keep), errors.Join(errs...))
 	}
 	return nil
-}
-
-// writeInSlot gives m the superblock of an active member in slot i: the planted defect
-// copiesactive, which puts an added device in its new slot without a rebuild.
-func (a *Array) writeInSlot(m *raid.Member, i int) error {
-	sb := a.Superblock()
-	id, err := raid.NewUUID()
-	if err != nil {
-		return err
-	}
-	sb.MemberUUID, sb.Index, sb.Role = id, uint32(i), raid.RoleActive
-	return raid.WriteSuperblock(m.File, &sb)
 }

@@ -132,7 +132,13 @@ func TestSetCopies(t *testing.T) {
 	require.Equal(t, uint32(2), raidtest.Superblock(t, torn[1]).Index)
 	d = assembleOK(t, torn, model, 2, false)
 	assert.False(t, d.Degraded())
+	// Its next superblock is of its new slot (the robustness harness found it written with the
+	// old slot count and refused as invalid).
+	require.NoError(t, d.MarkDirty())
+	require.NoError(t, d.MarkClean())
 	require.NoError(t, d.Close())
+	assert.Equal(t, uint32(1), raidtest.Superblock(t, torn[1]).Index)
+	assert.Equal(t, uint32(2), raidtest.Superblock(t, torn[1]).Members)
 }
 
 // TestSetCopiesRefusals: every refusal names its cause and writes nothing.

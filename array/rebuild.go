@@ -891,12 +891,16 @@ func (a *Array) fillFromSpares() {
 	spares := len(a.spares)
 	a.membersMu.Unlock()
 	if i := a.emptySlot(); i >= 0 && spares > 0 {
-		a.background(func() { a.activateSpare(i) })
+		a.background(func() { a.takeSpare(i, plant.Is("copiesfill")) })
 	}
 }
 
 // activateSpare starts a rebuild onto a hot spare when member i failed.
-func (a *Array) activateSpare(i int) {
+func (a *Array) activateSpare(i int) { a.takeSpare(i, false) }
+
+// takeSpare starts a rebuild of slot i onto a hot spare; onlyResync (the planted defect
+// copiesfill) copies only the regions the map says need it, as for a member coming back.
+func (a *Array) takeSpare(i int, onlyResync bool) {
 	defer a.membershipChanged() // the failed member leaves the record, a spare may enter it
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
@@ -914,7 +918,7 @@ func (a *Array) activateSpare(i int) {
 	a.log.Info("a spare takes the place of a member", "member", i, "spare", sp.Path)
 	a.emit(Event{Type: EventSpareActivated, Member: slotPtr(i), Path: sp.Path,
 		Message: fmt.Sprintf("spare %s takes the place of member %d", sp.Path, i)})
-	if err := a.startRebuild(i, sp, false, false); err != nil {
+	if err := a.startRebuild(i, sp, false, onlyResync); err != nil {
 		a.log.Error("rebuild onto the spare failed to start", "member", i, "spare", sp.Path, "err", err)
 		a.release(sp, nil)
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"uraid/array"
+	"uraid/mapping"
 	"uraid/region"
 	"uraid/robust/simdisk"
 )
@@ -771,4 +772,62 @@ func (w *world) grow(rng *rand.Rand, calm bool) {
 	w.dataEnd = w.dataOff + p.NewDataSize
 	w.stats.Grows++
 	w.logf("grown from %d to %d bytes", p.OldSize, p.NewSize)
+}
+
+// changeCopies, at three clean stops of a raid1 in four, changes its copies as uraid grow
+// --copies does in a daemon's hand-over (the members marked clean, nothing in flight): a copy
+// more, onto a disk that becomes a spare and fills the new slot once the array is assembled again
+// (or an empty slot that an add fills later), or a copy fewer, taking a member out for it. A
+// third of them cut the power at one of the change's superblock writes.
+func (w *world) changeCopies() {
+	sb := w.a.Superblock()
+	if sb.Level != mapping.RAID1 || w.failed() || w.rng.IntN(4) == 0 {
+		return
+	}
+	n := int(sb.Members)
+	if n >= 3 && (n >= 4 || w.rng.IntN(2) == 0) {
+		var out string
+		for _, m := range w.slots() {
+			if m.Path == "" {
+				out = ""
+				break
+			}
+			if inService(m) {
+				out = m.Path
+			}
+		}
+		if out != "" && !w.takeOut(out, "to drop a copy: ") {
+			return
+		}
+		w.setCopies(n-1, nil, false)
+		return
+	}
+	var add []string
+	force := false
+	if w.rng.IntN(4) != 0 {
+		var d string
+		if d, force = w.spareDisk(w.rng); d != "" {
+			add = []string{w.path(d)}
+		}
+	}
+	w.setCopies(n+1, add, force)
+}
+
+func (w *world) setCopies(n int, add []string, force bool) {
+	if w.rng.IntN(3) == 0 {
+		m, _ := w.diskStep("superblock-write")
+		k := 1 + w.rng.IntN(n)
+		w.fs.Arm(simdisk.Rule{Match: m, N: k, Cut: true, Why: "at a superblock write of a change of copies"})
+		w.logf("power loss armed at the %d-th superblock write of the change", k)
+	}
+	p, err := w.a.SetCopies(n, add, force)
+	w.fs.Disarm()
+	w.crashedNow() // notes a cut
+	if err != nil && p.New == 0 {
+		w.logf("%d copies not changed: %v", n, firstLine(err))
+		return
+	}
+	w.stats.CopiesChanges++
+	w.logf("copies changed from %d to %d (spares %v, slots dropped %v): %v", p.Old, p.New, p.Spares, p.Dropped, err)
+	w.recordMembers(w.a)
 }

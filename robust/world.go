@@ -52,7 +52,7 @@ type Stats struct {
 	Moods                                      [4]int // epochs of each mood: storm, calm, heal, checkpoint
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
-	Grows                                      int
+	Grows, CopiesChanges                       int
 	Checks, Verified, CopyReads                int
 	// SyncWait is the time spent waiting for sync jobs to end (verify) or a rebuild to finish
 	// (swap back): a third of a run, as a rebuild resumed after each restart copies again.
@@ -62,9 +62,9 @@ type Stats struct {
 
 func (s Stats) String() string {
 	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing, %d checkpoint): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
-		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
+		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d changes of copies, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
 		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.Moods[3], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
-		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
+		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.CopiesChanges, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
 // Failure is what a run found.
@@ -562,6 +562,7 @@ func (w *world) restart(e ending) error {
 		if err := w.a.MarkClean(); err != nil {
 			w.logf("mark clean: %v", err)
 		}
+		w.changeCopies()
 	}
 	w.a.Close()
 	w.fs.Resume() // the successor starts: only now may it open the disks

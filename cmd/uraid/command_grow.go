@@ -210,6 +210,10 @@ func runCopies(cmd *cobra.Command, o *growOptions, name string, members []string
 }
 
 func printCopies(cmd *cobra.Command, o *growOptions, name string, r daemon.CopiesResult) error {
+	if r.New == 0 {
+		// Refused after the daemon let its device go: a new daemon serves it as it was.
+		return fmt.Errorf("array %s: copies not changed: %s", name, r.Error)
+	}
 	if o.json {
 		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
 			return err

@@ -43,6 +43,9 @@
 //	steer     a read is steered by its copies' I/O in progress alone, their TRIMs in flight
 //	          left out: it goes to a member whose TRIM stalls it although its mirror would
 //	          serve it sooner
+//	copiesfill a spare that fills an empty slot when the array starts (a raid1's new copy) gets
+//	          only the regions the map says need a resync, as a member coming back would, not a
+//	          whole rebuild
 //	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
 //	          of the user's data goes with it
 package plant
