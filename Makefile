@@ -112,11 +112,12 @@ test-robust:
 # requests, five runs each, where the mixed moods took up to 105579, 44655 and 91384; F runs calm
 # and checkpoint epochs, which found it in 3000 to 32798 requests (three searches); resyncend,
 # whose divergent copies only a crash makes, runs storms only, which found it in 6487 to 20189
-# requests (three searches; the mixed moods took 18407 to 58631). The others took 17000 to
+# requests (three searches; the mixed moods took 18407 to 58631); copiesfill was found in 6000 to
+# 18000 (three searches, mixed moods). The others took 17000 to
 # more than 100000 requests with any moods tried, ten-fold apart between runs of the same
 # defect, which no bound fit for CI's 90 minutes covers: make test-planted-all runs every one in
 # turn (up to PLANT_OPS each, 35 minutes). No race detector, for speed (test-robust has it).
-PLANT_CI     ?= D E map clean recovery torn A:0,0,1 B:0,0,1 C:0,0,1 F:0,1,0,1 resyncend:1,0,0
+PLANT_CI     ?= D E map clean recovery torn A:0,0,1 B:0,0,1 C:0,0,1 F:0,1,0,1 resyncend:1,0,0 copiesfill
 PLANT_CI_OPS ?= 300000
 PLANT_OPS    ?= 200000
 test-planted:

@@ -474,7 +474,7 @@ func (a *Array) MarkDirty() error {
 	}
 	if a.syncer != nil && !a.syncer.resumeRebuild() {
 		a.syncer.resyncIfNeeded() // after a crash, the regions being written then
-		a.fillFromSpares()
+		a.fillFromSpares(true)
 	}
 	return nil
 }

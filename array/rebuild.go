@@ -884,14 +884,22 @@ func (a *Array) swapShadow(i int) error {
 
 // fillFromSpares has a spare fill the first empty slot, as one takes a failed member's place: an
 // array assembled with a slot empty and a spare (a raid1 that gained a copy, SetCopies) fills it
-// with no operator; one slot at a time, the next when that rebuild ends. Never on the queue
-// goroutine: it starts a goroutine that takes adminMu.
-func (a *Array) fillFromSpares() {
+// with no operator; one slot at a time, the next when that rebuild ends. now starts the rebuild
+// before it returns (MarkDirty, so that the rebuild runs once the array serves); otherwise on a
+// goroutine of its own (a sync job's end). Never on the queue goroutine: it takes adminMu.
+func (a *Array) fillFromSpares(now bool) {
 	a.membersMu.Lock()
 	spares := len(a.spares)
 	a.membersMu.Unlock()
-	if i := a.emptySlot(); i >= 0 && spares > 0 {
-		a.background(func() { a.takeSpare(i, plant.Is("copiesfill")) })
+	i := a.emptySlot()
+	if i < 0 || spares == 0 {
+		return
+	}
+	fill := func() { a.takeSpare(i, plant.Is("copiesfill")) }
+	if now {
+		fill()
+	} else {
+		a.background(fill)
 	}
 }
 

@@ -471,7 +471,7 @@ func (s *syncer) run(j *syncJob, from int) {
 	s.a.emit(e)
 	if j.action == SyncRebuild && !cancelled && err == nil {
 		s.resyncIfNeeded() // members of a wider mirror may still differ where the array was degraded
-		s.a.fillFromSpares()
+		s.a.fillFromSpares(false)
 	}
 }
 

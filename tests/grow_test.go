@@ -119,3 +119,63 @@ func deviceBytes(t *testing.T, dev string) int64 {
 	require.NoError(t, err)
 	return n
 }
+
+// TestE2EGrowCopies gives a raid1 of two loop devices a third copy while fio writes and verifies
+// through it: the daemon hands the device over with the change made (fio's requests wait in the
+// kernel and go to the new daemon), fio sees no error, and the new copy, rebuilt from the live
+// data, is then made the only one and verified block by block. Then the two old copies' slots are
+// dropped (their members failed and removed), and one of them comes back as a second copy.
+func TestE2EGrowCopies(t *testing.T) {
+	needGuest(t)
+	uraidBin(t)
+	members, _ := memberSet(t, "loop", 3, 64<<20)
+	name := "copies1"
+	dev := strings.TrimSpace(uraid(t, "create", name, "--level", "1", members[0], members[1]))
+	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	pid := arrayDetail(t, name).PID
+	fio := testCommand(t, "fio", fioVerifyJob(dev, "48M")...)
+	out := &strings.Builder{}
+	fio.Stdout, fio.Stderr = out, out
+	require.NoError(t, fio.Start())
+
+	var res daemon.CopiesResult
+	got := uraid(t, "grow", name, "--copies", "3", "--add", members[2], "--json")
+	require.NoError(t, json.Unmarshal([]byte(got), &res), got)
+	assert.Equal(t, daemon.CopiesResult{Schema: daemon.Schema, Old: 2, New: 3, Spares: []string{members[2]}}, res)
+	require.NoError(t, fio.Wait(), out.String())
+	require.Contains(t, out.String(), "err= 0", out.String())
+	uraid(t, "wait", name)
+	st := arrayDetail(t, name)
+	assert.NotEqual(t, pid, st.PID, "a new daemon serves the device")
+	require.Len(t, st.Members, 3)
+	for _, m := range st.Members {
+		assert.Equal(t, "active", m.State, "%+v", m)
+	}
+	assert.Equal(t, members[2], st.Members[2].Path)
+
+	// The new copy alone holds every block fio wrote.
+	uraid(t, "fail", name, members[0])
+	uraid(t, "fail", name, members[1])
+	vout := sh(t, "fio", fioVerifyJob(dev, "48M", "--verify_only")...)
+	assert.Contains(t, vout, "err= 0", vout)
+
+	// Fewer copies: the failed members' slots go, the new copy moves to slot 0.
+	uraid(t, "remove", name, members[0])
+	uraid(t, "remove", name, members[1])
+	assert.Contains(t, uraid(t, "grow", name, "--copies", "1"), "1 copies (was 3); slot 0 dropped; slot 1 dropped")
+	st = arrayDetail(t, name)
+	require.Len(t, st.Members, 1)
+	assert.Equal(t, members[2], st.Members[0].Path)
+	assert.Equal(t, "active", st.Members[0].State)
+
+	// And more again, onto a device that was a member (--force: it carries the array's
+	// superblock of its old slot).
+	assert.Contains(t, uraid(t, "grow", name, "--copies", "2", "--add", members[0], "--force"), "fills a new slot")
+	uraid(t, "wait", name)
+	st = arrayDetail(t, name)
+	require.Len(t, st.Members, 2)
+	assert.Equal(t, "active", st.Members[1].State, "%+v", st.Members[1])
+	uraid(t, "fail", name, members[2])
+	vout = sh(t, "fio", fioVerifyJob(dev, "48M", "--verify_only")...)
+	assert.Contains(t, vout, "err= 0", vout)
+}
