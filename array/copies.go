@@ -210,6 +210,11 @@ func (a *Array) commitCopies(n int, keep []int) error {
 		return errors.Join(errs...)
 	}
 	a.sb.Events++
+	// Slots may be renumbered, and a drop makes the array whole without a rebuild, after which the
+	// region map forgets what was written while the dropped slot was empty: a device that left
+	// before this update comes back by a whole rebuild, not by the map's regions into a slot
+	// that may now be another's (found by the robustness harness).
+	a.sb.WholeEvents = a.sb.Events
 	a.sb.Members = uint32(n)
 	a.sb.Slots = slots
 	a.sb.UpdateTime = time.Now().UnixNano()
