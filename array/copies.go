@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"uraid/internal/plant"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -214,7 +215,9 @@ func (a *Array) commitCopies(n int, keep []int) error {
 	// region map forgets what was written while the dropped slot was empty: a device that left
 	// before this update comes back by a whole rebuild, not by the map's regions into a slot
 	// that may now be another's (found by the robustness harness).
-	a.sb.WholeEvents = a.sb.Events
+	if !plant.Is("copieswhole") {
+		a.sb.WholeEvents = a.sb.Events
+	}
 	a.sb.Members = uint32(n)
 	a.sb.Slots = slots
 	a.sb.UpdateTime = time.Now().UnixNano()

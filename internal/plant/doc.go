@@ -46,6 +46,9 @@
 //	copiesfill a spare that fills an empty slot when the array starts (a raid1's new copy) gets
 //	          only the regions the map says need a resync, as a member coming back would, not a
 //	          whole rebuild
+//	copieswhole a change of copies leaves the event count of the array's last whole moment as
+//	          it was: a device that left before a drop made the array whole comes back by the
+//	          map's regions, which have forgotten what it missed
 //	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
 //	          of the user's data goes with it
 package plant
