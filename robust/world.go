@@ -499,6 +499,10 @@ func (w *world) epoch() ending {
 	}()
 	w.io(n, m == moodHeal)
 	close(stop)
+	// The requests in flight end before the operator's last step is waited for, as a daemon's
+	// queue never stops reaping: that step may wait for them (a check holding a region until its
+	// writes end, which a spare's rebuild stops, while the operator's fail waits for that).
+	w.drain()
 	<-adminDone
 	w.fpArm.Store(nil)
 	w.fs.Disarm()
