@@ -6,7 +6,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -44,38 +43,16 @@ type Copier interface {
 }
 
 func serveCopies(mux *http.ServeMux, a Array) {
-	c, ok := a.(Copier)
-	if !ok {
-		return
+	if c, ok := a.(Copier); ok {
+		servePost(mux, OpCopies, c.Copies)
 	}
-	mux.HandleFunc("POST /"+OpCopies, func(w http.ResponseWriter, r *http.Request) {
-		var req CopiesRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("copies: bad request: %v", err)})
-			return
-		}
-		res, err := c.Copies(req)
-		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	})
 }
 
 // Copies asks the running daemon to change its array's copies (POST /copies). Without an error
 // the daemon has handed its device over, as for Handover (the change itself may have failed on
 // the way: CopiesResult.Error), and a successor must take it.
 func (c *Client) Copies(ctx context.Context, req CopiesRequest) (CopiesResult, error) {
-	b, err := c.doBody(ctx, http.MethodPost, "/"+OpCopies, req)
-	if err != nil {
-		return CopiesResult{}, err
-	}
-	var res CopiesResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		return res, fmt.Errorf("array %s: copies: %w", c.name, err)
-	}
-	return res, nil
+	return post[CopiesResult](ctx, c, OpCopies, req)
 }
 
 // Copies changes the served array's copies by a hand-over (see handover): the array is drained,

@@ -43,17 +43,26 @@ type Grower interface {
 }
 
 func serveGrow(mux *http.ServeMux, a Array) {
-	g, ok := a.(Grower)
-	if !ok {
-		return
+	if g, ok := a.(Grower); ok {
+		servePost(mux, OpGrow, g.Grow)
 	}
-	mux.HandleFunc("POST /"+OpGrow, func(w http.ResponseWriter, r *http.Request) {
-		var req GrowRequest
+}
+
+// Grow asks the running daemon to grow its array (POST /grow).
+func (c *Client) Grow(ctx context.Context, req GrowRequest) (GrowResult, error) {
+	return post[GrowResult](ctx, c, OpGrow, req)
+}
+
+// servePost serves POST /op: the body decoded into a Req, do's answer written as JSON, or its
+// error with status 500.
+func servePost[Req, Res any](mux *http.ServeMux, op string, do func(Req) (Res, error)) {
+	mux.HandleFunc("POST /"+op, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("grow: bad request: %v", err)})
+			writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%s: bad request: %v", op, err)})
 			return
 		}
-		res, err := g.Grow(req)
+		res, err := do(req)
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
 			return
@@ -62,15 +71,15 @@ func serveGrow(mux *http.ServeMux, a Array) {
 	})
 }
 
-// Grow asks the running daemon to grow its array (POST /grow).
-func (c *Client) Grow(ctx context.Context, req GrowRequest) (GrowResult, error) {
-	b, err := c.doBody(ctx, http.MethodPost, "/"+OpGrow, req)
+// post asks the daemon for POST /op with req and decodes its answer.
+func post[Res any](ctx context.Context, c *Client, op string, req any) (Res, error) {
+	var res Res
+	b, err := c.doBody(ctx, http.MethodPost, "/"+op, req)
 	if err != nil {
-		return GrowResult{}, err
+		return res, err
 	}
-	var res GrowResult
 	if err := json.Unmarshal(b, &res); err != nil {
-		return res, fmt.Errorf("array %s: grow: %w", c.name, err)
+		return res, fmt.Errorf("array %s: %s: %w", c.name, op, err)
 	}
 	return res, nil
 }

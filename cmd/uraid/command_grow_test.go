@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/testutil/raidtest"
 	"uraid/mapping"
 	"uraid/raid"
 )
@@ -86,14 +87,7 @@ func TestGrowCopiesCLI(t *testing.T) {
 	for _, m := range cms {
 		m.Close()
 	}
-	sbOf := func(p string) *raid.Superblock {
-		f, err := os.Open(p)
-		require.NoError(t, err)
-		defer f.Close()
-		sb, err := raid.ReadSuperblock(f)
-		require.NoError(t, err)
-		return sb
-	}
+	sbOf := func(p string) *raid.Superblock { return raidtest.Superblock(t, p) }
 	before := [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1]), fileBytes(t, ms[2]), fileBytes(t, small)}
 	for _, tt := range []struct {
 		args []string
