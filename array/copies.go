@@ -119,14 +119,15 @@ func (a *Array) vetCopies(n int, add []string, force bool) (CopiesPlan, []int, [
 // planCopies checks a change to n copies with adds new devices, and returns the plan and the
 // slots kept, in their new order; adminMu held.
 func (a *Array) planCopies(n, adds int) (CopiesPlan, []int, error) {
+	sb := a.Superblock()
 	old := len(a.members)
 	p := CopiesPlan{Old: old, New: n}
 	switch {
-	case a.sb.Level == mapping.RAID10:
+	case sb.Level == mapping.RAID10:
 		return p, nil, fmt.Errorf("%w: a raid10 keeps the copies of its layout (%s): more or fewer would move its data (a reshape)",
-			ErrCopies, a.sb.Layout)
-	case a.sb.Level != mapping.RAID1:
-		return p, nil, fmt.Errorf("%w: level %s keeps one copy of each byte", ErrCopies, a.sb.Level.ShortName())
+			ErrCopies, sb.Layout)
+	case sb.Level != mapping.RAID1:
+		return p, nil, fmt.Errorf("%w: level %s keeps one copy of each byte", ErrCopies, sb.Level.ShortName())
 	case n < 1 || n > mapping.MaxCopies:
 		return p, nil, fmt.Errorf("%w: %d copies: a raid1 keeps 1 to %d", ErrCopies, n, mapping.MaxCopies)
 	case n == old:
