@@ -98,6 +98,19 @@ func (j *copiesJob) commit(s *served) error {
 		err = fmt.Errorf("array %s: copies changed, but the record of its members was not written: %w", s.a.Name, werr)
 	}
 	j.plan = &p
+	if p.New != 0 {
+		msg := fmt.Sprintf("%d copies (was %d)", p.New, p.Old)
+		for _, d := range p.Dropped {
+			msg += fmt.Sprintf("; slot %d dropped", d)
+		}
+		for _, sp := range p.Spares {
+			msg += fmt.Sprintf("; spare %s fills a new slot once a new daemon serves", sp)
+		}
+		if err != nil {
+			msg += fmt.Sprintf(": %v", err)
+		}
+		s.event(EventCopiesChanged, msg)
+	}
 	return err
 }
 

@@ -23,6 +23,9 @@ const (
 	EventDeviceFailed = "device_failed"
 	EventDropped      = "events_dropped"
 	EventGrown        = "array_grown" // uraid grow changed the array's size
+	// EventCopiesChanged: uraid grow --copies changed a raid1's copies, in the hand-over that
+	// follows.
+	EventCopiesChanged = "array_copies_changed"
 	// EventWatching opens every watcher's stream: what the array is doing as it starts to watch.
 	EventWatching = "watching"
 )

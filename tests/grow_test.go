@@ -142,6 +142,9 @@ func TestE2EGrowCopies(t *testing.T) {
 	got := uraid(t, "grow", name, "--copies", "3", "--add", members[2], "--json")
 	require.NoError(t, json.Unmarshal([]byte(got), &res), got)
 	assert.Equal(t, daemon.CopiesResult{Schema: daemon.Schema, Old: 2, New: 3, Spares: []string{members[2]}}, res)
+	if b, err := os.ReadFile(daemon.LogPath(name)); assert.NoError(t, err) {
+		assert.Contains(t, string(b), "event=array_copies_changed", "the change is an event, logged before the hand-over")
+	}
 	require.NoError(t, fio.Wait(), out.String())
 	require.Contains(t, out.String(), "err= 0", out.String())
 	uraid(t, "wait", name)
