@@ -52,14 +52,9 @@ func (a *Array) SetCopies(n int, add []string, force bool) (CopiesPlan, error) {
 	if err != nil {
 		return CopiesPlan{}, err
 	}
-	closeAll := func() {
-		for _, c := range adds {
-			c.m.Close()
-		}
-	}
 	hit(FailpointCopiesCommit)
 	if err := a.commitCopies(n, keep); err != nil {
-		closeAll()
+		closeAdditions(adds)
 		if !a.superseded.Load() {
 			return CopiesPlan{}, fmt.Errorf("array %s: %d copies: %w (nothing written)", a.Name, n, err)
 		}
@@ -86,10 +81,15 @@ func (a *Array) CheckCopies(n int, add []string, force bool) error {
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
 	_, _, adds, err := a.vetCopies(n, add, force)
+	closeAdditions(adds)
+	return err
+}
+
+// closeAdditions lets go of devices vetted for an add that will not be made.
+func closeAdditions(adds []addition) {
 	for _, c := range adds {
 		c.m.Close()
 	}
-	return err
 }
 
 // vetCopies checks a change to n copies with the devices at add, and returns the plan, the slots
@@ -106,9 +106,7 @@ func (a *Array) vetCopies(n int, add []string, force bool) (CopiesPlan, []int, [
 	for _, path := range add {
 		c, err := a.vetAdd(path, force)
 		if err != nil {
-			for _, c := range adds {
-				c.m.Close()
-			}
+			closeAdditions(adds)
 			return p, nil, nil, err
 		}
 		adds = append(adds, c)
