@@ -545,7 +545,9 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		sb.DataSize = a.sb.DataSize // changed by a grow, the same on every member
 		// A member a crash left one update behind a change of copies holds the old slot count,
 		// and may hold its old slot number (assemble placed it by the newest slot table).
-		sb.Members, sb.Index = a.sb.Members, uint32(i)
+		if !plant.Is("copiesslot") {
+			sb.Members, sb.Index = a.sb.Members, uint32(i)
+		}
 		sb.Role = raid.RoleActive
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
 			sb.Role = raid.RoleRebuilding

@@ -123,7 +123,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back that the harness must find.
-var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot", "growtrim", "resyncend", "copiesfill", "copieswhole"}
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot", "growtrim", "resyncend", "copiesfill", "copieswhole", "copiesslot"}
 
 // unreached are the planted defects the harness is not known to reach: TestPlanted tries them
 // only when -robust.plant names them; each has its regression test in package array. claim needs

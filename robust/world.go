@@ -365,7 +365,11 @@ func (w *world) serve(a *array.Array, unclean bool) error {
 	a.OnMembershipChange(func() { w.recordMembers(a) })
 	w.recordMembers(a)
 	if err := a.MarkDirty(); err != nil {
-		return fmt.Errorf("mark dirty: %w", err)
+		// An array that assembles but cannot start is a finding (a superblock it cannot write
+		// back, a map it cannot load), not the harness's failure; the run ends where it is.
+		w.fail("the array assembled but could not start: mark dirty: %v", err)
+		w.abandoned = true
+		return nil
 	}
 	h, err := ublk.NewHarness(a, w.cfg.Depth, 64<<10)
 	if err != nil {

@@ -49,6 +49,8 @@
 //	copieswhole a change of copies leaves the event count of the array's last whole moment as
 //	          it was: a device that left before a drop made the array whole comes back by the
 //	          map's regions, which have forgotten what it missed
+//	copiesslot a member's superblock is written back with the slot count and slot it had, so one
+//	          a cut left one update behind a change of copies keeps the old ones (invalid)
 //	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
 //	          of the user's data goes with it
 package plant
