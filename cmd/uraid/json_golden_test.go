@@ -69,7 +69,7 @@ func goldenStatus() daemon.Status {
 					SizeBytes: 1 << 30, DiscardGranularity: 4096, TrimExclusive: true, TrimInFlight: 1, TrimGapMS: 32,
 					TrimLearned: &array.TrimLearned{Decision: learn.Decision{Exclusive: true, InFlight: 1, Gap: 32 * time.Millisecond, GapMS: 32,
 						Basis: learn.Basis{IOCleanUS: 180, IOCleanN: 400, IOOverlappedUS: 41000, IOOverlappedN: 12, Trims: 96, TrimUS: 2100,
-							TrimIsolatedUS: 1100, TrimBackToBackUS: 98000, SerialSlope: 0.93, Probes: 2, Changes: 3}},
+							TrimIsolatedUS: 1100, TrimBackToBackUS: 98000, GapPenalizedBelowMS: 32, SerialSlope: 0.93, Probes: 2, Changes: 3}},
 						Overridden: []string{"exclusive overridden by --trim-exclusive"}}},
 			},
 			Discard: array.DiscardTotals{Requests: 2, Bytes: 266338304, MemberRanges: 8, ParkedReads: 3, ParkedWrites: 4},

@@ -27,7 +27,7 @@ const (
 	ExclusiveEnterRuns = 2
 	ExclusiveLeaveRuns = 8
 
-	// A gap bucket is penalized when its TRIMs take PenaltyEnter times the
+	// A gap bucket is penalized when its TRIMs take over PenaltyEnter times the
 	// best bucket's and PenaltyExcessEnter more, and stays so until they
 	// fall below PenaltyLeave times or PenaltyExcessLeave more. MinGapSamples
 	// samples make a bucket known; GapRuns evaluations in a row must agree
@@ -38,6 +38,21 @@ const (
 	PenaltyExcessLeave = 250 * time.Microsecond
 	MinGapSamples      = 3
 	GapRuns            = 2
+	// A bucket whose rests straddle the member's window holds clean TRIMs
+	// and penalized ones. Its geometric mean hides a minority of penalties
+	// (a quarter of TRIMs at 100x moves it only 3.2x), yet each costs a
+	// hundred clean ones. So a bucket is also penalized while its share of
+	// slow TRIMs (SlowFactor times the best bucket's latency and
+	// PenaltyExcessEnter more; decayed by alphaSlow) costs more than resting
+	// into the next bucket would: share times what a slow TRIM takes over
+	// the best is at least the next bucket's edge over this one's, and the
+	// share is at least SlowMin. It is clean again once the cost falls under
+	// half that, or the share under SlowMin/2. SlowFactor is twice
+	// PenaltyEnter: one TRIM is judged against a mean, so its own noise must
+	// not make it slow. SlowMin is two slow TRIMs among the last 32 or so: an
+	// outlier alone never penalizes a bucket.
+	SlowFactor = 2 * PenaltyEnter
+	SlowMin    = 2 * alphaSlow
 
 	// The member serializes its TRIMs when their latency grows with the
 	// number in flight with a log-log slope of at least SerialEnter (1 is
@@ -57,6 +72,13 @@ const (
 	// longest gap bucket (1.024 s), so that what the decision hides is
 	// measured again.
 	ProbeEvery = 32
+	// A gap probe pays the penalty it checks for: on a member of 1 ms
+	// TRIMs, 100 ms back to back and a 10 ms gap, one probe in 32 TRIMs
+	// costs a fifth more time than the TRIMs themselves. So probes at a
+	// penalized gap are spaced to cost at most 1/ProbeEvery of the time the
+	// member's TRIMs take at the learned gap (probeEvery), up to
+	// MaxProbeEvery TRIMs apart.
+	MaxProbeEvery = 4 * ProbeEvery
 )
 
 // Smoothing weights of the decayed means: a new sample moves a mean by this
@@ -66,6 +88,7 @@ const (
 	alphaClean = 1.0 / 32 // the clean baseline: slow, it is the reference
 	alphaOver  = 1.0 / 4  // overlapped I/O: quick to see a stall
 	alphaGap   = 1.0 / 8
+	alphaSlow  = 1.0 / 32 // shares of slow TRIMs: a few percent must show
 	alphaConc  = 1.0 / 8
 	alphaTrim  = 1.0 / 8
 	alphaSize  = 1.0 / 8
@@ -78,15 +101,36 @@ const (
 )
 
 // Buckets. Gap bucket 0 is back to back (under gapUnit); bucket k>0 holds
-// gaps in [gapUnit<<(k-1), gapUnit<<k); the last holds every longer gap and
-// the member's first TRIM. A learned gap is always a bucket's lower edge.
+// gaps from gapUnit * 2^((k-1)/GapSteps) to the next bucket's edge, a
+// quarter of an octave (19%) wide; the last, from 1.024 s, holds every
+// longer gap and the member's first TRIM. A learned gap is always a
+// bucket's lower edge, so a bucket's width is the margin a gap may keep
+// above the member's window: doubling buckets let the gap sit at up to
+// twice the window, which costs as much as the window itself on TRIMs that
+// run back to back.
 const (
 	gapUnit     = 250 * time.Microsecond
-	GapBuckets  = 14
+	GapSteps    = 4  // buckets per doubling of the gap
+	gapOctaves  = 12 // gapUnit << 12 = 1.024 s, the last bucket's edge
+	GapBuckets  = 2 + gapOctaves*GapSteps
 	ConcBuckets = 8 // 1..8 TRIMs in flight at a TRIM's start; more count as 8
 	SizeBuckets = 12
 	sizeUnit    = 4096 // size bucket k>0: [4 KiB<<(2(k-1)), 4 KiB<<(2k)): by fours
+	// CoarseGapBuckets are the doubling buckets the basis reports
+	// (TrimByGapUS): back to back, then gapUnit<<(k-1) up, the last from
+	// 1.024 s. Each holds GapSteps fine buckets.
+	CoarseGapBuckets = 2 + gapOctaves
 )
+
+// gapEdges are the fine buckets' lower edges, rounded to microseconds so
+// that a learned gap reads plainly (11.314 ms).
+var gapEdges = func() (e [GapBuckets]time.Duration) {
+	for k := 1; k < GapBuckets; k++ {
+		f := float64(gapUnit) * math.Exp2(float64(k-1)/GapSteps)
+		e[k] = time.Duration(math.Round(f/float64(time.Microsecond))) * time.Microsecond
+	}
+	return e
+}()
 
 // TrimSample is one completed TRIM.
 type TrimSample struct {
@@ -130,12 +174,17 @@ type Basis struct {
 	// back-to-back TRIMs'.
 	TrimIsolatedUS   int64 `json:"trim_isolated_us"`
 	TrimBackToBackUS int64 `json:"trim_back_to_back_us"`
-	// TrimByGapUS is TRIM latency per gap bucket (bucket k: gaps from
-	// 0.25 ms << (k-1)); TrimByInFlightUS per number in flight at the start
-	// (1..8); TrimBySizeUS per size bucket (bucket k: from 4 KiB << 2(k-1)).
-	TrimByGapUS      [GapBuckets]int64  `json:"trim_by_gap_us"`
-	TrimByInFlightUS [ConcBuckets]int64 `json:"trim_by_inflight_us"`
-	TrimBySizeUS     [SizeBuckets]int64 `json:"trim_by_size_us"`
+	// TrimByGapUS is TRIM latency per doubling gap bucket (bucket k: gaps
+	// from 0.25 ms << (k-1)), the fine buckets it holds pooled;
+	// TrimByInFlightUS per number in flight at the start (1..8); TrimBySizeUS
+	// per size bucket (bucket k: from 4 KiB << 2(k-1)).
+	TrimByGapUS      [CoarseGapBuckets]int64 `json:"trim_by_gap_us"`
+	TrimByInFlightUS [ConcBuckets]int64      `json:"trim_by_inflight_us"`
+	TrimBySizeUS     [SizeBuckets]int64      `json:"trim_by_size_us"`
+	// GapPenalizedBelowMS is the rest under which TRIMs were found
+	// penalized: the upper edge of the highest penalized gap bucket (0: none).
+	// The learned gap is the lower edge of the first clean bucket above it.
+	GapPenalizedBelowMS float64 `json:"gap_penalized_below_ms"`
 	// SerialSlope is how TRIM latency grows with the TRIMs in flight
 	// (log-log: 1 serialized, 0 parallel); NaN-free, 0 until measured.
 	SerialSlope float64 `json:"serial_slope"`
@@ -151,13 +200,15 @@ type mean struct {
 	n    uint64
 }
 
-func (m *mean) add(d time.Duration, alpha float64) {
+// add moves the mean toward d and returns the weight d was given.
+func (m *mean) add(d time.Duration, alpha float64) float64 {
 	x := math.Log2(float64(max(d, time.Nanosecond)))
 	if m.n < sampleWeight {
 		m.n++
 	}
 	w := max(1/float64(m.n), alpha)
 	m.log2 += w * (x - m.log2)
+	return w
 }
 
 func (m *mean) known(n uint64) bool { return m.n >= n }
@@ -185,6 +236,8 @@ type Learner struct {
 	freshOver   int // overlapped samples since the last TRIM
 	trim        mean
 	gap         [GapBuckets]mean
+	slow        [GapBuckets]float64 // decayed share of slow TRIMs
+	slowTook    mean                // what slow TRIMs take
 	penalized   [GapBuckets]bool
 	conc        [ConcBuckets]mean
 	size        [SizeBuckets]mean
@@ -236,18 +289,36 @@ func gapBucket(g time.Duration) int {
 		return GapBuckets - 1
 	}
 	k := 0
-	for k < GapBuckets-1 && g >= gapEdge(k+1) {
+	for k < GapBuckets-1 && g >= gapEdges[k+1] {
 		k++
 	}
 	return k
 }
 
 // gapEdge is the lower edge of gap bucket k.
-func gapEdge(k int) time.Duration {
-	if k == 0 {
-		return 0
+func gapEdge(k int) time.Duration { return gapEdges[k] }
+
+// bestGap is the known gap bucket of least latency, -1 while none is known.
+func (l *Learner) bestGap() int {
+	best := -1
+	for k := range l.gap {
+		if l.gap[k].known(MinGapSamples) && (best < 0 || l.gap[k].log2 < l.gap[best].log2) {
+			best = k
+		}
 	}
-	return gapUnit << (k - 1)
+	return best
+}
+
+// slowTrim reports whether a TRIM that took d paid a penalty: SlowFactor
+// times the best bucket's latency and PenaltyExcessEnter more. Nothing is
+// slow while no bucket is known.
+func (l *Learner) slowTrim(d time.Duration) bool {
+	best := l.bestGap()
+	if best < 0 {
+		return false
+	}
+	ref := l.gap[best].dur()
+	return float64(d) >= SlowFactor*float64(ref) && d-ref >= PenaltyExcessEnter
 }
 
 func sizeBucket(n int64) int {
@@ -292,10 +363,21 @@ func (l *Learner) ObserveTrim(s TrimSample) (changed bool) {
 		gap = 0
 	}
 	k := gapBucket(gap)
+	slow := 0.0
+	if l.slowTrim(s.Took) {
+		slow = 1
+	}
+	alpha, alphaS := alphaGap, alphaSlow
 	if l.gapK > 0 && k < l.gapK {
-		l.gap[k].add(s.Took, alphaGapProbe) // a probe, or a bisection step
-	} else {
-		l.gap[k].add(s.Took, alphaGap)
+		// A probe, or a bisection step: rare, each counts for more.
+		alpha, alphaS = alphaGapProbe, alphaGapProbe
+	}
+	n := l.gap[k].n
+	l.gap[k].add(s.Took, alpha)
+	w := max(1/float64(n+1), alphaS)
+	l.slow[k] += w * (slow - l.slow[k])
+	if slow > 0 {
+		l.slowTook.add(s.Took, alphaGap)
 	}
 	if (l.gapK > 0 && k < l.gapK) || c > l.Limit() || (l.gapK == 0 && k == GapBuckets-1) {
 		// The decision forbade this TRIM (a probe), or it was isolated.
@@ -386,12 +468,7 @@ func (l *Learner) judgeSerial() {
 // one, and no gap at all while no bucket is penalized. Buckets are judged
 // against the best (the least latency) with hysteresis.
 func (l *Learner) judgeGap() {
-	best := -1
-	for k := range l.gap {
-		if l.gap[k].known(MinGapSamples) && (best < 0 || l.gap[k].log2 < l.gap[best].log2) {
-			best = k
-		}
-	}
+	best := l.bestGap()
 	if best < 0 {
 		return
 	}
@@ -404,19 +481,38 @@ func (l *Learner) judgeGap() {
 			l.penalized[k] = false
 			continue
 		}
-		ratio := math.Exp2(m.log2 - l.gap[best].log2)
-		excess := m.dur() - l.gap[best].dur()
+		ratio, excess := l.overBest(k, best)
+		// What the bucket's slow TRIMs cost per TRIM, against what resting
+		// into the next bucket costs.
+		slowCost := l.slow[k] * float64(l.slowTook.dur()-l.gap[best].dur())
+		step := float64(gapEdge(min(k+1, GapBuckets-1)) - gapEdge(k))
 		if l.penalized[k] {
-			l.penalized[k] = ratio >= PenaltyLeave && excess >= PenaltyExcessLeave
+			l.penalized[k] = (ratio >= PenaltyLeave && excess >= PenaltyExcessLeave) ||
+				(l.slow[k] >= SlowMin/2 && slowCost >= step/2)
 		} else {
-			l.penalized[k] = ratio >= PenaltyEnter && excess >= PenaltyExcessEnter
+			// More than PenaltyEnter: noise of a factor of two either way
+			// can put two buckets' means PenaltyEnter apart, never more.
+			l.penalized[k] = (ratio > PenaltyEnter && excess >= PenaltyExcessEnter) ||
+				(l.slow[k] >= SlowMin && slowCost >= step)
 		}
 	}
-	if top := l.top; top >= 0 && !l.penalized[top] && l.gap[top].known(MinGapSamples) {
-		// The highest penalized gap is no longer punished: what was
-		// measured below it is stale. Forget it and measure again.
-		for k := range top {
-			l.gap[k], l.penalized[k] = mean{}, false
+	if top := l.top; top >= 0 {
+		p := probeBucket(top)
+		ratio, excess := l.overBest(p, best)
+		if l.gap[p].known(MinGapSamples) && (p >= best || ratio < PenaltyLeave || excess < PenaltyExcessLeave) {
+			// The probes' gap is no longer punished (or the highest
+			// penalized one, which they probe below GapSteps): what was
+			// measured up to the highest penalized gap is stale. Forget it
+			// and measure again. Its mean alone says so: half the window
+			// is penalized on every TRIM while the window lasts, and the
+			// share of slow TRIMs, meant to find rare penalties, would take
+			// twice the probes to fall.
+			for k := range top + 1 {
+				if k != p || p == top {
+					l.gap[k], l.slow[k], l.penalized[k] = mean{}, 0, false
+				}
+			}
+			l.penalized[p] = false
 		}
 	}
 	l.top = -1
@@ -442,6 +538,12 @@ func (l *Learner) judgeGap() {
 	if l.gapRuns++; l.gapRuns >= GapRuns {
 		l.gapK, l.gapRuns = cand, 0
 	}
+}
+
+// overBest is how much gap bucket k's latency exceeds the best bucket's, as
+// a ratio and as a difference.
+func (l *Learner) overBest(k, best int) (ratio float64, excess time.Duration) {
+	return math.Exp2(l.gap[k].log2 - l.gap[best].log2), l.gap[k].dur() - l.gap[best].dur()
 }
 
 // exploreGap is the rest that makes a TRIM isolated: the longest gap bucket.
@@ -482,7 +584,7 @@ func (l *Learner) Next() (gap time.Duration, limit int) {
 	if l.gapK > 0 && l.top >= 0 && l.gapK-l.top >= 2 {
 		gap = gapEdge(l.top + (l.gapK-l.top)/2)
 	}
-	if l.sinceProbe < ProbeEvery {
+	if l.sinceProbe < l.probeEvery() {
 		return gap, limit
 	}
 	if limit < l.limit {
@@ -490,13 +592,40 @@ func (l *Learner) Next() (gap time.Duration, limit int) {
 	}
 	switch {
 	case l.gapK > 0 && l.top >= 0:
-		gap = gapEdge(l.top)
+		gap = gapEdge(probeBucket(l.top))
 	case l.gapK == 0 && l.knownAbove(1) == 0 && l.gap[0].dur() >= PenaltyExcessEnter:
 		// Back-to-back TRIMs slow enough to hide a penalty, and nothing
 		// to compare them with.
 		gap = exploreGap()
 	}
 	return gap, limit
+}
+
+// probeBucket is the gap bucket probes rest in while top is the highest
+// penalized: GapSteps below it (half its gap), or back to back. Not top
+// itself: the bucket that straddles a member's window (its rests are
+// penalized only when the path adds less than the margin) would come back
+// clean from a few probes in a row, be forgotten and found again, each
+// time at the cost of a bisection's penalized TRIMs. Half the gap is
+// punished as long as the window is, so a clean probe there means the
+// member changed. A window that shrinks by less than half is not noticed:
+// the gap stays at most twice what it could be.
+func probeBucket(top int) int { return max(top-GapSteps, 0) }
+
+// probeEvery is how many TRIMs apart probes run: ProbeEvery, or, while a
+// gap is kept because a shorter one was penalized, as many as make the
+// penalty a probe pays (the highest penalized bucket's latency over the
+// best's) at most 1/ProbeEvery of a TRIM's time at the learned gap (its
+// rest and the best bucket's latency).
+func (l *Learner) probeEvery() int {
+	best := l.bestGap()
+	if l.gapK == 0 || l.top < 0 || best < 0 || !l.gap[l.top].known(MinGapSamples) {
+		return ProbeEvery
+	}
+	extra := float64(l.gap[l.top].dur() - l.gap[best].dur())
+	cycle := float64(l.Gap() + l.gap[best].dur())
+	n := math.Ceil(ProbeEvery * extra / cycle)
+	return int(min(max(n, ProbeEvery), MaxProbeEvery))
 }
 
 // knownAbove counts the known gap buckets from k up.
@@ -519,15 +648,15 @@ func (l *Learner) Decision() Decision {
 	b.IOOverlappedUS, b.IOOverlappedN = l.over.us(), l.over.n
 	b.Trims, b.TrimUS = l.trims, l.trim.us()
 	b.TrimBackToBackUS = l.gap[0].us()
-	best := -1
-	for k := range l.gap {
-		b.TrimByGapUS[k] = l.gap[k].us()
-		if l.gap[k].known(MinGapSamples) && (best < 0 || l.gap[k].log2 < l.gap[best].log2) {
-			best = k
-		}
+	for c := range b.TrimByGapUS {
+		m := l.coarseGap(c)
+		b.TrimByGapUS[c] = m.us()
 	}
-	if best >= 0 {
+	if best := l.bestGap(); best >= 0 {
 		b.TrimIsolatedUS = l.gap[best].us()
+	}
+	if l.top >= 0 {
+		b.GapPenalizedBelowMS = float64(gapEdge(l.top+1)) / float64(time.Millisecond)
 	}
 	for c := range l.conc {
 		b.TrimByInFlightUS[c] = l.conc[c].us()
@@ -538,6 +667,32 @@ func (l *Learner) Decision() Decision {
 	b.SerialSlope = l.slope
 	b.Probes, b.Changes = l.probes, l.changes
 	return d
+}
+
+// coarseGap pools the fine gap buckets of doubling bucket c, each weighted
+// by its samples (as far as they count: the first 16).
+func (l *Learner) coarseGap(c int) mean {
+	lo, hi := 0, 0 // fine buckets [lo, hi]
+	switch {
+	case c == CoarseGapBuckets-1:
+		lo, hi = GapBuckets-1, GapBuckets-1
+	case c > 0:
+		lo, hi = 1+(c-1)*GapSteps, c*GapSteps
+	}
+	var sum, w float64
+	var n uint64
+	for k := lo; k <= hi; k++ {
+		if m := &l.gap[k]; m.n > 0 {
+			f := float64(min(m.n, 16))
+			sum += f * m.log2
+			w += f
+			n += m.n
+		}
+	}
+	if n == 0 {
+		return mean{}
+	}
+	return mean{log2: sum / w, n: n}
 }
 
 // Costs are what the learner expects a read to wait on the member, for
