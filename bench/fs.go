@@ -116,8 +116,8 @@ func removeFiles(dir, prefix string, n, step int) error {
 
 // fragment fills the filesystem with n files of size bytes and deletes
 // every other one, leaving n/2 free extents between live files.
-func fragment(n, size int) error {
-	dir := filepath.Join(mountPoint, "frag")
+func fragment(name string, n, size int) error {
+	dir := filepath.Join(mountPoint, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -153,7 +153,7 @@ func (r *Runner) fstrim() error {
 			if err := mount(a.dev, false); err != nil {
 				return err
 			}
-			if err := fragment(n, size); err != nil {
+			if err := fragment("frag", n, size); err != nil {
 				umount()
 				return err
 			}
@@ -258,7 +258,7 @@ func (r *Runner) slowMember() error {
 		if err := preallocate(data, 32<<20); err != nil {
 			return err
 		}
-		if err := fragment(n, size); err != nil {
+		if err := fragment("frag", n, size); err != nil {
 			return err
 		}
 		opts := []string{"filename=" + data, "size=32M", "rw=randrw", "rwmixread=50", "bs=4k", "iodepth=8", secs(rt), "time_based"}
