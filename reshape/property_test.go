@@ -220,15 +220,20 @@ func checkStep(t *rapid.T, r *Reshape, live liveSet, st State, s *Step) {
 	}
 
 	// Coverage: live sectors read once and written at every new place,
-	// dead sectors' new places discarded, nothing else.
-	type key struct {
-		m   int
-		off int64
+	// dead sectors' new places discarded, nothing else. mark holds, per
+	// member sector, the array sector written there, discarded, or none.
+	const none, discarded = -1, -2
+	mark := make([][]int64, to.Members())
+	for i := range mark {
+		mark[i] = make([]int64, to.MemberBytes(i)/sector)
+		for j := range mark[i] {
+			mark[i][j] = none
+		}
 	}
-	read := map[int64]int{}
+	read := make([]int, (s.To-s.From)/sector)
 	for _, p := range s.Reads {
 		for x := p.Logical; x < p.Logical+p.Length; x += sector {
-			read[x]++
+			read[(x-s.From)/sector]++
 		}
 		if s.Kind != Restore {
 			want, _ := from.Read(p.Logical, p.Length, nil)
@@ -237,16 +242,14 @@ func checkStep(t *rapid.T, r *Reshape, live liveSet, st State, s *Step) {
 			}
 		}
 	}
-	written := map[key]int64{}
 	for _, e := range s.Writes {
 		for i := int64(0); i < e.Length; i += sector {
-			written[key{e.Member, e.Offset + i}] = e.Logical + i
+			mark[e.Member][(e.Offset+i)/sector] = e.Logical + i
 		}
 	}
-	discarded := map[key]bool{}
 	for _, e := range s.Discards {
 		for off := e.Offset; off < e.End(); off += sector {
-			discarded[key{e.Member, off}] = true
+			mark[e.Member][off/sector] = discarded
 		}
 	}
 	var ext []mapping.Extent
@@ -254,22 +257,25 @@ func checkStep(t *rapid.T, r *Reshape, live liveSet, st State, s *Step) {
 		isLive := x < size && live[x/sector]
 		ext, _ = to.Write(x, sector, ext[:0])
 		for _, e := range ext {
-			k := key{e.Member, e.Offset}
-			if isLive && written[k] != x {
+			m := &mark[e.Member][e.Offset/sector]
+			if isLive && *m != x {
 				t.Fatalf("live sector %d: new place member %d sector %d not written with it", x, e.Member, e.Offset/sector)
 			}
-			if !isLive && !discarded[k] {
+			if !isLive && *m != discarded {
 				t.Fatalf("dead sector %d: new place member %d sector %d not discarded", x, e.Member, e.Offset/sector)
 			}
-			delete(written, k)
-			delete(discarded, k)
+			*m = none
 		}
-		if want := map[bool]int{true: 1}[isLive]; read[x] != want {
-			t.Fatalf("sector %d (live %v) read %d times", x, isLive, read[x])
+		if want := map[bool]int{true: 1}[isLive]; read[(x-s.From)/sector] != want {
+			t.Fatalf("sector %d (live %v) read %d times", x, isLive, read[(x-s.From)/sector])
 		}
 	}
-	if len(written) != 0 || len(discarded) != 0 {
-		t.Fatalf("step [%d, %d) writes %v and discards %v outside its window's new places", s.From, s.To, written, discarded)
+	for i := range mark {
+		for j, m := range mark[i] {
+			if m != none {
+				t.Fatalf("step [%d, %d) writes or discards member %d sector %d (%d), outside its window's new places", s.From, s.To, i, j, m)
+			}
+		}
 	}
 	var rb, wb int64
 	for _, p := range s.Reads {
