@@ -44,14 +44,13 @@ func (d disks) set(e mapping.Extent, tag func(x int64) uint64) {
 // world is one model run: the members, the model of the array, the
 // liveness the planner is told, and the randomness of content and cuts.
 type world struct {
-	t     *rapid.T
-	r     *Reshape
-	d     disks
-	want  []uint64 // per array sector: what a live sector must read
-	live  liveSet
-	rng   *rand.Rand
-	moved struct{ read, written, backup int64 }
-	ext   []mapping.Extent // scratch for place and check
+	t    *rapid.T
+	r    *Reshape
+	d    disks
+	want []uint64 // per array sector: what a live sector must read
+	live liveSet
+	rng  *rand.Rand
+	ext  []mapping.Extent // scratch for place and check
 }
 
 // userOp is a user write or trim of an array range.
@@ -149,11 +148,6 @@ func (w *world) run(s *Step, cut bool, phase int) (State, bool) {
 	}
 	for _, e := range s.Discards {
 		w.d.set(e, garbage)
-	}
-	w.moved.read += s.ReadBytes
-	w.moved.written += s.WriteBytes
-	for _, e := range s.BackupWrites {
-		w.moved.backup += e.Length
 	}
 	return persisted, !cut
 }
