@@ -38,7 +38,7 @@ export PROMTOOL
 test-unit: vet
 	URAID_VERIFY=1 $(GO) test -race -count=1 ./...
 	cd bench && URAID_VERIFY=1 $(GO) test -race -count=1 ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./array/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./reshape/ ./array/
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel, once on each of
 # KERNELS; every run goes to the end and any failure fails the target. Everything it runs is built

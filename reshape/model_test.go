@@ -20,7 +20,8 @@ import (
 // persisted (the parked writes, never acknowledged, with it), and the
 // reshape resumes from the persisted state. After every step and every cut,
 // each live array byte must read back, on every copy, as the model says;
-// dead bytes may read anything.
+// dead bytes may read anything. A Copy's window must still read back from its
+// old places once its writes are done (Step.ReadsOld).
 //
 // The layout is drawn rather than run as a subtest each: a case costs a
 // whole reshape, and the cases are shared out rather than tripled.
@@ -149,7 +150,27 @@ func (w *world) run(s *Step, cut bool, phase int) (State, bool) {
 	for _, e := range s.Discards {
 		w.d.set(e, garbage)
 	}
+	if s.ReadsOld() {
+		w.checkWindowOld(s)
+	}
 	return persisted, !cut
+}
+
+// checkWindowOld checks, once a step's writes are all done, that its live
+// bytes still read back from their old places, as ReadsOld promises.
+func (w *world) checkWindowOld(s *Step) {
+	for x := s.From; x < min(s.To, w.r.From().Size()); x += sector {
+		if !w.live[x/sector] {
+			continue
+		}
+		w.ext, _ = w.r.From().Write(x, sector, w.ext[:0])
+		for j, e := range w.ext {
+			if got := w.d[e.Member][e.Offset/sector]; got != w.want[x/sector] {
+				w.t.Fatalf("%v step [%d, %d) reads old: array sector %d (copy %d, member %d sector %d) reads %x, want %x",
+					s.Kind, s.From, s.To, x/sector, j, e.Member, e.Offset/sector, got, w.want[x/sector])
+			}
+		}
+	}
 }
 
 // torn applies any subset of the extents' sectors: none, all, or some of

@@ -61,6 +61,11 @@ func (k Kind) String() string {
 // A cut anywhere leaves a persisted state from which Next plans this step
 // again (or, after Mid, its Restore), with the same result. A Step is reused
 // from call to call: its slices keep their room.
+//
+// The window need not be buffered whole: a Copy's writes never land on its
+// reads, so it may be carried out a piece at a time in any order, and a
+// BackupCopy's or Restore's home writes may take their bytes from the backup
+// area, where the reads of a Restore are. Only the persists are ordered.
 type Step struct {
 	Kind Kind
 	// From and To bound the window: the array bytes in flight.
@@ -87,6 +92,13 @@ type Step struct {
 
 // Position returns where I/O goes while the step runs.
 func (s *Step) Position() Position { return Position{Cursor: s.From, WindowEnd: s.To} }
+
+// ReadsOld reports whether reads in the window may be served from the old
+// places while the step runs, so that only writes there wait: true for a
+// Copy, whose writes never reach its window's old places (the safety rule
+// keeps them to old bytes below the cursor). A BackupCopy overwrites them
+// after Mid, and a Restore's are already gone.
+func (s *Step) ReadsOld() bool { return s.Kind == Copy }
 
 func (s *Step) reset() {
 	*s = Step{Reads: s.Reads[:0], BackupWrites: s.BackupWrites[:0], Writes: s.Writes[:0], Discards: s.Discards[:0]}
