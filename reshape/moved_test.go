@@ -10,7 +10,8 @@ import (
 // TestBytesMoved plans whole reshapes of 16 GiB-member arrays that are 20%
 // live (in 1 MiB regions, as the region map says) and counts what they move.
 // Moving only live data costs each live byte one read and one write per copy;
-// the reshape may cost at most 1.3 times that, backup included. The figures
+// the reshape may cost at most 1.3 times that, backup included (the backup of
+// the critical section holds its window whole, dead bytes too). The figures
 // are logged, beside what moving every byte (md) would cost.
 func TestBytesMoved(t *testing.T) {
 	const (
@@ -82,8 +83,9 @@ func TestBytesMoved(t *testing.T) {
 				if ratio > 1.3 {
 					t.Errorf("moved %.3fx the least, want at most 1.3x", ratio)
 				}
-				if read != live {
-					t.Errorf("read %d bytes, want the %d live bytes", read, live)
+				// A backup holds its window whole, dead bytes too.
+				if read < live || read > live+backup {
+					t.Errorf("read %d bytes, want the %d live bytes and at most the backup's %d more", read, live, backup)
 				}
 			})
 		}

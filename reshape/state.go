@@ -20,16 +20,18 @@ type State struct {
 // Backup describes a backup of a window, written to the backup area and
 // flushed before the descriptor is persisted.
 type Backup struct {
-	// From and To bound the array range the backup holds (From is the
-	// cursor). Only its live bytes were written; they sit at fixed
-	// places, so the descriptor needs no list of them.
+	// From and To bound the array range the backup holds whole, up to the
+	// old array's size (From is the cursor), at places fixed by the
+	// geometry: Reshape.BackupRow on, a chunk per new member in turn.
 	From, To int64
 	// Row is where the area starts on the new members, in chunk rows, so a
 	// descriptor from another geometry is refused rather than followed.
 	Row int64
-	// Sum is the caller's: a checksum of the live bytes backed up, in
-	// array order, which it computes before persisting the descriptor and
-	// checks before a restore. The planner neither sets nor reads it.
+	// Sum is the caller's: a checksum of the bytes backed up, in array
+	// order, which it computes before persisting the descriptor and checks
+	// when a Restore has read them back, before writing any home: a backup
+	// the members lost is refused, not spread. The planner neither sets nor
+	// reads it.
 	Sum uint32
 }
 

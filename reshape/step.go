@@ -70,11 +70,13 @@ type Step struct {
 	Kind Kind
 	// From and To bound the window: the array bytes in flight.
 	From, To int64
-	// Reads are the live bytes of the window, where they are now: old
-	// places, or the backup area for a Restore.
+	// Reads are the bytes of the window to move, where they are now: the
+	// live ones at their old places for a Copy, the whole window (below the
+	// old size) at its old places for a BackupCopy and in the backup area
+	// for a Restore.
 	Reads []mapping.Piece
-	// BackupWrites put the live bytes of a BackupCopy's window in the
-	// backup area (one copy, on the new members).
+	// BackupWrites put a BackupCopy's whole window (below the old size) in
+	// the backup area: one copy, on the new members.
 	BackupWrites []mapping.Extent
 	// Mid is the state to persist between BackupWrites and Writes.
 	Mid State
@@ -143,6 +145,9 @@ func (r *Reshape) Next(st State, live Live, s *Step) error {
 		s.To = c + w*r.unit
 	}
 	s.After = State{Cursor: s.To}
+	if err := r.planBackupIO(s); err != nil {
+		return err
+	}
 	for off := s.From; off < s.To; {
 		isLive, next, err := r.run(live, off, s.To)
 		if err != nil {
@@ -157,7 +162,33 @@ func (r *Reshape) Next(st State, live Live, s *Step) error {
 	return nil
 }
 
-// plan adds to s the work for n bytes at off that are all live or all dead.
+// planBackupIO adds the reads and writes of a backup: a BackupCopy reads the
+// whole window (below the old size) from its old places and writes it to the
+// backup area, a Restore reads it back. Whole, dead bytes too, so that what a
+// backup holds does not depend on the liveness: the region map may answer
+// differently after a cut (a torn map block reads as dirty), and the caller's
+// Sum must cover the same bytes when it is checked as when it was made. The
+// cost is bounded by BackupBytes, and paid in the critical section only.
+func (r *Reshape) planBackupIO(s *Step) error {
+	n := min(s.To, r.from.Size()) - s.From
+	if n <= 0 || (s.Kind != BackupCopy && s.Kind != Restore) {
+		return nil
+	}
+	if s.Kind == Restore {
+		s.Reads = r.backupReads(s.From, s.From, n, s.Reads)
+		return nil
+	}
+	var err error
+	if s.Reads, err = r.from.Read(s.From, n, s.Reads); err != nil {
+		return fmt.Errorf("reshape: read %d+%d: %w", s.From, n, err)
+	}
+	s.BackupWrites = r.backupWrites(s.From, s.From, n, s.BackupWrites)
+	return nil
+}
+
+// plan adds to s the work for n bytes at off that are all live or all dead:
+// a live run is read (unless a backup step read the window whole) and
+// written at its new places, a dead one discarded there.
 func (r *Reshape) plan(s *Step, live bool, off, n int64) error {
 	var err error
 	if !live {
@@ -166,13 +197,10 @@ func (r *Reshape) plan(s *Step, live bool, off, n int64) error {
 		}
 		return nil
 	}
-	if s.Kind == Restore {
-		s.Reads = r.backupReads(s.From, off, n, s.Reads)
-	} else if s.Reads, err = r.from.Read(off, n, s.Reads); err != nil {
-		return fmt.Errorf("reshape: read %d+%d: %w", off, n, err)
-	}
-	if s.Kind == BackupCopy {
-		s.BackupWrites = r.backupWrites(s.From, off, n, s.BackupWrites)
+	if s.Kind == Copy {
+		if s.Reads, err = r.from.Read(off, n, s.Reads); err != nil {
+			return fmt.Errorf("reshape: read %d+%d: %w", off, n, err)
+		}
 	}
 	if s.Writes, err = r.to.Write(off, n, s.Writes); err != nil {
 		return fmt.Errorf("reshape: write %d+%d: %w", off, n, err)
