@@ -25,7 +25,7 @@ func Example() {
 	var st reshape.State // as read from the superblocks: a new reshape
 	var s reshape.Step
 	kinds := map[reshape.Kind]int{}
-	for !r.Done(st) {
+	for !st.Done {
 		if err := r.Next(st, nil, &s); err != nil {
 			fmt.Println(err)
 			return

@@ -106,9 +106,6 @@ func (s *Step) reset() {
 	*s = Step{Reads: s.Reads[:0], BackupWrites: s.BackupWrites[:0], Writes: s.Writes[:0], Discards: s.Discards[:0]}
 }
 
-// Done reports whether the reshape that st describes is finished.
-func (r *Reshape) Done(st State) bool { return st.Done }
-
 // Next plans into s the step that follows the persisted state st. It
 // allocates nothing once s has held a step as large.
 func (r *Reshape) Next(st State, live Live, s *Step) error {
