@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"uraid/mapping"
 )
 
@@ -125,4 +127,43 @@ func TestNextRefusesBadLiveness(t *testing.T) {
 			t.Errorf("Next = %v, want %v", err, ErrLive)
 		}
 	}
+}
+
+// TestPropertyStateFromDisk feeds Next and Route states and positions as a
+// damaged superblock could hold them: never a panic, an ErrState for what
+// Check refuses, and a step for what it takes.
+func TestPropertyStateFromDisk(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := genReshape(t, rapid.SampledFrom(layoutCases).Draw(t, "layout"))
+		u := r.Unit()
+		near := func(name string) int64 { // on the grid, off it, or anything
+			switch rapid.IntRange(0, 2).Draw(t, name+"Kind") {
+			case 0:
+				return rapid.Int64Range(-1, r.End()/u+1).Draw(t, name) * u
+			case 1:
+				return rapid.Int64Range(-u, r.End()+u).Draw(t, name)
+			}
+			return rapid.Int64().Draw(t, name)
+		}
+		st := State{Cursor: near("cursor"), Done: rapid.Bool().Draw(t, "done")}
+		if rapid.Bool().Draw(t, "hasBackup") {
+			st.Backup = Backup{From: near("from"), To: near("to"), Row: r.BackupRow() + rapid.Int64Range(-1, 1).Draw(t, "row"), Sum: rapid.Uint32().Draw(t, "sum")}
+		}
+		var s Step
+		err := r.Next(st, nil, &s)
+		switch checked := r.Check(st); {
+		case checked != nil && !errors.Is(err, ErrState):
+			t.Fatalf("Check(%+v) = %v but Next = %v", st, checked, err)
+		case checked == nil && st.Done && !errors.Is(err, ErrDone):
+			t.Fatalf("Next(%+v) = %v, want %v", st, err, ErrDone)
+		case checked == nil && !st.Done && err != nil:
+			t.Fatalf("Next(%+v) of a state Check takes: %v", st, err)
+		}
+		p := Position{Cursor: near("posCursor"), WindowEnd: near("posEnd")}
+		off, length := near("off"), near("length")
+		z, n, err := r.Route(p, off, length)
+		if err == nil && (n <= 0 || n > length || z < ZoneNew || z > ZoneWait) {
+			t.Fatalf("Route(%+v, %d, %d) = %v, %d", p, off, length, z, n)
+		}
+	})
 }
