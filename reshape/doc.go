@@ -7,7 +7,8 @@
 // The reshape goes forward from array byte 0. A persisted cursor C, a
 // multiple of Unit (whole rows of the new layout), says: array bytes below C
 // are in the new layout, bytes at or above it in the old one. A step moves a
-// window [C, C+W); its I/O waits meanwhile (Route says ZoneWait).
+// window [C, C+W); its I/O waits meanwhile (Route says ZoneWait), but for
+// reads in a plain Copy, which its old places still serve (Step.ReadsOld).
 //
 // Guarantees:
 //   - Route places every array byte at exactly one place per copy, and no two
@@ -21,8 +22,9 @@
 //     new members' tail first (Kind BackupCopy).
 //   - Next is a function of the persisted State and the liveness alone: a
 //     step cut anywhere is planned again, the same, from what was persisted.
-//   - Dead bytes (Live says so) are not read or written: their new places are
-//     discarded, under the same rule.
+//   - Dead bytes (Live says so) are not copied: their new places are
+//     discarded, under the same rule. Only a backup holds its window whole,
+//     dead bytes too, so that what it holds does not hang on the liveness.
 //   - Input from disk (State) or from the array (Live) that breaks its
 //     contract yields an error wrapping a sentinel, never a panic.
 //

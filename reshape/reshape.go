@@ -7,8 +7,8 @@ import (
 	"uraid/mapping"
 )
 
-// DefaultMaxWindowBytes caps one step when Config leaves it 0: the memory the
-// array holds for a step and the array range whose writes park meanwhile.
+// DefaultMaxWindowBytes caps one step when Config leaves it 0: the array
+// range whose writes park meanwhile, and at most the memory a step needs.
 const DefaultMaxWindowBytes = 64 << 20
 
 // Config tunes a reshape. The zero value is ready.
