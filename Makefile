@@ -38,7 +38,7 @@ export PROMTOOL
 test-unit: vet
 	URAID_VERIFY=1 $(GO) test -race -count=1 ./...
 	cd bench && URAID_VERIFY=1 $(GO) test -race -count=1 ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./array/
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./mapping/ ./discard/... ./region/ ./reshape/ ./array/
 
 # The kernel-level suite (tests/) runs as root in a guest with a ublk kernel, once on each of
 # KERNELS; every run goes to the end and any failure fails the target. Everything it runs is built
@@ -140,8 +140,10 @@ test-planted:
 # puts NAME back (URAID_PLANT, internal/plant) and runs the tests, every one of which must fail
 # (test-unit runs them without the defect, where they pass). steer: a read priced by its copies'
 # I/O counts alone, their TRIMs in flight left out; the harness checks what reads return, not how
-# long they wait, so only the steering tests see it. Seconds, no FUSE.
-PLANT_UNIT ?= steer:./discard/:TestBeginReadSteers,TestLearnsExclusiveAndSteersAway
+# long they wait, so only the steering tests see it. reshapewindow: a reshape step one row past
+# its safe distance; the planner is pure and not yet run by the array, so its model test (a cut at
+# every step) and its step property test find it. Seconds, no FUSE.
+PLANT_UNIT ?= steer:./discard/:TestBeginReadSteers,TestLearnsExclusiveAndSteersAway reshapewindow:./reshape/:TestModelCrashAtEveryStep,TestPropertySteps
 test-planted-unit:
 	@failed=; for e in $(PLANT_UNIT); do d=$${e%%:*}; rest=$${e#*:}; pkg=$${rest%%:*}; tests=$${rest#*:}; \
 		out=$$(URAID_PLANT=$$d $(GO) test -count=1 -tags uraid_plant -run "^($$(echo $$tests | tr , '|'))$$" $$pkg 2>&1); \

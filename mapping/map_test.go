@@ -141,3 +141,38 @@ func TestNoAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestLogicalAtInvertsWrite checks the exported inverse on every layout:
+// each sector Write places maps back to its logical sector, and bytes
+// outside a member's used space hold nothing.
+func TestLogicalAtInvertsWrite(t *testing.T) {
+	for _, lc := range layoutCases {
+		g := Geometry{Level: lc.level, Layout: lc.layout, MemberBytes: []int64{64 << 10, 64 << 10, 64 << 10}}
+		if lc.level.Striped() {
+			g.ChunkBytes = 4 << 10
+		}
+		m, err := New(g)
+		if err != nil {
+			t.Fatalf("%s: %v", lc.name, err)
+		}
+		for off := int64(0); off < m.Size(); off += sector {
+			ext, err := m.Write(off, sector, nil)
+			if err != nil {
+				t.Fatalf("%s: Write(%d): %v", lc.name, off, err)
+			}
+			for _, e := range ext {
+				if got := m.LogicalAt(e.Member, e.Offset); got != off {
+					t.Fatalf("%s: LogicalAt(%d, %d) = %d, want %d", lc.name, e.Member, e.Offset, got, off)
+				}
+			}
+		}
+		for i := range m.Members() {
+			if got := m.LogicalAt(i, m.MemberBytes(i)); got != -1 {
+				t.Fatalf("%s: LogicalAt(%d, used %d) = %d, want -1", lc.name, i, m.MemberBytes(i), got)
+			}
+		}
+		if got := m.LogicalAt(m.Members(), 0); got != -1 {
+			t.Fatalf("%s: LogicalAt of a non-member = %d, want -1", lc.name, got)
+		}
+	}
+}

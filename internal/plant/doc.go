@@ -6,9 +6,10 @@
 // The defects live where the code they undo does: recovery and torn in raid's assembly checks
 // (raid/assemble.go), trimwrite in the region map (region/trim.go), and every other in the
 // serving array (package array: E in Assemble, the rest in its read, write, sync and rebuild
-// paths), and steer in the discard engine's read steering (discard/learned.go). steer is a
-// latency defect the harness, which checks what reads return, cannot see: its unit tests catch
-// it (make test-planted-unit, which plants it through URAID_PLANT).
+// paths), steer in the discard engine's read steering (discard/learned.go), and reshapewindow in
+// the reshape planner (reshape/reshape.go). steer is a latency defect the harness, which checks
+// what reads return, cannot see; reshapewindow is in a planner the array does not run yet: their
+// unit tests catch them (make test-planted-unit, which plants them through URAID_PLANT).
 //
 // The defects, named by the robustness issue's letters and by the harness's own mutations:
 //
@@ -53,4 +54,7 @@
 //	          a cut left one update behind a change of copies keeps the old ones (invalid)
 //	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
 //	          of the user's data goes with it
+//	reshapewindow a reshape step's window reaches one row past the safe distance (at the start,
+//	          where none is safe, it skips the backup): its new rows overwrite old places of its
+//	          own window, and a cut before its cursor is durable redoes it from destroyed bytes
 package plant
