@@ -549,9 +549,13 @@ func (l *Learner) overBest(k, best int) (ratio float64, excess time.Duration) {
 // exploreGap is the rest that makes a TRIM isolated: the longest gap bucket.
 func exploreGap() time.Duration { return gapEdge(GapBuckets - 1) }
 
-// Limit is the in-flight limit decided, without probes.
+// Limit is the in-flight limit decided, without probes: 1 for a member
+// whose TRIMs serialize, and for one whose TRIMs stall its reads and
+// writes, as --trim-exclusive and the prior (a rotational or ATA member)
+// make it: every TRIM queued in such a drive lengthens the stall of the
+// reads behind it, and a TRIM yields to I/O only before it starts.
 func (l *Learner) Limit() int {
-	if l.serial {
+	if l.serial || l.exclusive {
 		return 1
 	}
 	return l.limit
@@ -587,7 +591,9 @@ func (l *Learner) Next() (gap time.Duration, limit int) {
 	if l.sinceProbe < l.probeEvery() {
 		return gap, limit
 	}
-	if limit < l.limit {
+	if limit < l.limit && !l.exclusive {
+		// One more in flight, unless exclusivity keeps the member to one
+		// whatever the probe would find.
 		limit++
 	}
 	switch {

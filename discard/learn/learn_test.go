@@ -118,7 +118,7 @@ func stallingTrim(m member) time.Duration {
 
 // A member whose TRIMs stall I/O is found exclusive within
 // ExclusiveEnterRuns+MinOverlapped-1 TRIMs of the first stalled I/O, and
-// stays exclusive.
+// stays exclusive, with one TRIM in flight.
 func TestSerializingMemberBecomesExclusive(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := fast(t)
@@ -138,6 +138,10 @@ func TestSerializingMemberBecomesExclusive(t *testing.T) {
 			w.step()
 			if !w.l.Exclusive() {
 				t.Fatalf("left exclusive at TRIM %d: %+v", w.n, w.l.Decision().Basis)
+			}
+			// As --trim-exclusive and the prior do: one TRIM at a time.
+			if got := w.l.Limit(); got != 1 {
+				t.Fatalf("exclusive with %d in flight at TRIM %d", got, w.n)
 			}
 		}
 	})
