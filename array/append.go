@@ -86,6 +86,7 @@ func (a *Array) Append(o AppendOptions) (raid.AppendPlan, error) {
 		// The planted defect: the old members commit before the new members' superblocks are
 		// written, so a cut between leaves a committed array with a slot no device claims.
 		if err := a.commitAppend(newSBs); err != nil {
+			p.Committed = a.superseded.Load()
 			return p, fmt.Errorf("array %s: append: %w", a.Name, err)
 		}
 	}
@@ -102,9 +103,11 @@ func (a *Array) Append(o AppendOptions) (raid.AppendPlan, error) {
 	if !plant.Is("appendorder") {
 		hit(FailpointAppendCommit)
 		if err := a.commitAppend(newSBs); err != nil {
+			p.Committed = a.superseded.Load()
 			return p, fmt.Errorf("array %s: append: %w", a.Name, err)
 		}
 	}
+	p.Committed = true
 	hit(FailpointAppendSettle)
 	var errs []error
 	for i, c := range adds {

@@ -32,6 +32,9 @@ type AppendPlan struct {
 	OldSize, NewSize       int64 // bytes of the array
 	DataSize               int64 // bytes of each member's data area, old and new alike
 	Added                  []string
+	// Committed is set by Array.Append once the old members' superblocks took the append (some
+	// of them at least): the array assembles with the new members from then on.
+	Committed bool
 }
 
 // Appendable reports whether members can be appended to an array of this level, and why not.
