@@ -36,7 +36,7 @@ type Device struct {
 	// kernelSize is the block device's size as the kernel has it, once started: params.Size,
 	// except on a device taken over whose array grew meanwhile (until UpdateSize).
 	kernelSize int64
-	opts   Options
+	opts       Options
 	// recover says Start takes over the existing device opts.ID instead
 	// of adding one.
 	recover bool
