@@ -53,4 +53,7 @@
 //	          a cut left one update behind a change of copies keeps the old ones (invalid)
 //	growtrim  a grow trims the new space from a mebibyte below the array's old end, so the last
 //	          of the user's data goes with it
+//	appendorder an append to a linear array commits on the old members before the new member's
+//	          superblock is written: cut between the two, the array counts a member no device
+//	          claims, and cannot run
 package plant
