@@ -30,7 +30,8 @@ var (
 	plantFlag    = flag.String("robust.plant", "", "TestPlanted: only these defects (comma-separated; default: every one)")
 )
 
-// layouts are the redundant layouts the harness runs, each with its own share of the run.
+// layouts are the layouts the harness runs, each with its own share of the run: the redundant
+// ones, and linear.
 var layouts = []struct {
 	name string
 	cfg  Config
