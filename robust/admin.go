@@ -865,15 +865,15 @@ func (w *world) adminLinear(rng *rand.Rand, stop <-chan struct{}) {
 // appendFailpoints are an append's, one before each of its writes.
 var appendFailpoints = []string{array.FailpointAppendTrim, array.FailpointAppendMember, array.FailpointAppendCommit, array.FailpointAppendSettle}
 
-// appendMember, at three clean stops of a linear array in four, appends a disk that is not in it
-// as uraid grow --add does in a daemon's hand-over (the members marked clean, nothing in flight;
-// the record names the new member just before the commit). A third of them cut the power at one
-// of the append's writes: before the n-th superblock write (the new disk's, each old member's,
-// the new disk's again), or at one of its failpoints. The array assembled next must be the old
-// one or the longer one, with every acknowledged write.
+// appendMember, at every clean stop of a linear array while a disk is free, appends a disk that
+// is not in it as uraid grow --add does in a daemon's hand-over (the members marked clean, nothing
+// in flight; the record names the new member just before the commit). A third of them cut the
+// power at one of the append's writes: two in three before the n-th superblock write (the new
+// disk's, each old member's, the new disk's again), the others at one of its failpoints. The
+// array assembled next must be the old one or the longer one, with every acknowledged write.
 func (w *world) appendMember() {
 	sb := w.a.Superblock()
-	if sb.Level != mapping.Linear || w.failed() || w.rng.IntN(4) == 0 {
+	if sb.Level != mapping.Linear || w.failed() {
 		return
 	}
 	w.recordMu.Lock()
@@ -890,7 +890,7 @@ func (w *world) appendMember() {
 	}
 	d := free[w.rng.IntN(len(free))]
 	if w.rng.IntN(3) == 0 {
-		if w.rng.IntN(2) == 0 {
+		if w.rng.IntN(3) != 0 {
 			m, _ := w.diskStep("superblock-write")
 			k := 1 + w.rng.IntN(int(sb.Members)+2)
 			w.fs.Arm(simdisk.Rule{Match: m, N: k, Cut: true, Why: "at a superblock write of an append"})
