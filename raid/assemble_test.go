@@ -610,7 +610,7 @@ func TestCheckAssemblyAppended(t *testing.T) {
 		assert.Equal(t, []uint32{2}, a.Missing)
 	})
 	t.Run("not linear", func(t *testing.T) {
-		ms := testArray(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = mapping.RAID0, mapping.NoLayout, 64 << 10 })
+		ms := testArray(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = mapping.RAID0, mapping.NoLayout, 64<<10 })
 		ms[0].SB.Members, ms[1].SB.Members = 2, 2
 		ms[0].SB.Index, ms[1].SB.Index = 0, 1
 		_, err := CheckAssembly(ms)
