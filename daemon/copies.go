@@ -66,7 +66,7 @@ func (s *served) Copies(c CopiesRequest) (CopiesResult, error) {
 		}
 	}
 	job := &copiesJob{req: c}
-	err := s.ask(request{handover: true, copies: job})
+	err := s.ask(request{handover: true, change: job})
 	if job.plan == nil {
 		return CopiesResult{}, err
 	}
@@ -83,6 +83,10 @@ func (s *served) Copies(c CopiesRequest) (CopiesResult, error) {
 type copiesJob struct {
 	req  CopiesRequest
 	plan *array.CopiesPlan
+}
+
+func (j *copiesJob) check(a *array.Array) error {
+	return a.CheckCopies(j.req.Copies, j.req.Add, j.req.Force)
 }
 
 // commit is the hand-over's step for a change of copies, once nothing is in flight and the
