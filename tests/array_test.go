@@ -78,6 +78,24 @@ func boundedCommand(name string, args ...string) (cmd *exec.Cmd, done func(error
 	}
 }
 
+// cleanupTimeout bounds a cleanup's command: above a stop's drain of its TRIMs (up to five
+// minutes), far below the suite's time limit.
+const cleanupTimeout = 6 * time.Minute
+
+// cleanupRun runs a cleanup's command (an umount, a stop, a recover), bounded as boundedCommand's
+// are: a cleanup of a test that failed may meet a device nobody serves, where an umount or a stop
+// never returns, and must fail that test alone instead of the suite. Its error is the cleanup's
+// to ignore.
+func cleanupRun(name string, args ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil && ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "cleanup: %s %s did not finish in %v: %v\n", name, strings.Join(args, " "), cleanupTimeout, err)
+	}
+}
+
 // testCommand is a boundedCommand for a test that starts it and waits for it itself; the
 // test's end releases its timer, and kills it if it still runs.
 func testCommand(t *testing.T, name string, args ...string) *exec.Cmd {
@@ -108,7 +126,7 @@ func memberSet(t *testing.T, kind string, n int, size int64) (members, backing [
 			continue
 		}
 		dev := strings.TrimSpace(sh(t, "losetup", "--find", "--show", f))
-		t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+		t.Cleanup(func() { cleanupRun("losetup", "-d", dev) })
 		members = append(members, dev)
 	}
 	return members, backing
@@ -163,8 +181,8 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			exec.Command("umount", "-l", dev).Run()
-			exec.Command(uraidBin(t), "stop", name).Run()
+			cleanupRun("umount", "-l", dev)
+			cleanupRun(uraidBin(t), "stop", name)
 		}
 	})
 
@@ -234,7 +252,7 @@ func TestE2EArrayRefusals(t *testing.T) {
 	sh(t, "mkfs.ext4", "-q", "-F", members[0])
 	mnt := t.TempDir()
 	sh(t, "mount", members[0], mnt)
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	t.Cleanup(func() { cleanupRun("umount", mnt) })
 
 	// members[0] is left out: its mounted filesystem writes to it on its own.
 	snap := func() []string {
@@ -251,7 +269,7 @@ func TestE2EArrayRefusals(t *testing.T) {
 	assert.Equal(t, before, snap())
 
 	dev := strings.TrimSpace(uraid(t, "create", "busy", "--level", "1", members[1], members[2]))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", "busy").Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", "busy") })
 	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"))
 	before = snap()
 	out, err = uraidCode(t, "create", "bad2", "--level", "0", "--force", members[2], members[1])

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,8 +40,8 @@ func TestE2EGrow(t *testing.T) {
 				t.Logf("daemon log of %s:\n%s", r.name, b)
 			}
 		}
-		exec.Command("umount", r.mnt).Run()
-		exec.Command(uraidBin(t), "stop", r.name).Run()
+		cleanupRun("umount", r.mnt)
+		cleanupRun(uraidBin(t), "stop", r.name)
 	})
 	oldSize := deviceBytes(t, r.dev)
 	sh(t, "mkfs.ext4", "-q", "-F", r.dev)
@@ -131,7 +130,7 @@ func TestE2EGrowCopies(t *testing.T) {
 	members, _ := memberSet(t, "loop", 3, 64<<20)
 	name := "copies1"
 	dev := strings.TrimSpace(uraid(t, "create", name, "--level", "1", members[0], members[1]))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	pid := arrayDetail(t, name).PID
 	fio := testCommand(t, "fio", fioVerifyJob(dev, "48M")...)
 	out := &strings.Builder{}
@@ -203,8 +202,8 @@ func TestE2EGrowAppend(t *testing.T) {
 				t.Logf("daemon log of %s:\n%s", name, b)
 			}
 		}
-		exec.Command("umount", mnt).Run()
-		exec.Command(uraidBin(t), "stop", name).Run()
+		cleanupRun("umount", mnt)
+		cleanupRun(uraidBin(t), "stop", name)
 	})
 	pid := arrayDetail(t, name).PID
 	oldSize := deviceBytes(t, dev)
