@@ -963,6 +963,14 @@ func ublkDevices() string {
 		fmt.Fprintf(&b, "  ublk %d: %s, server pid %d (running: %v), held by: %s\n", id, info.State, info.PID, serr == nil,
 			holders(fmt.Sprintf("/dev/ublkc%d", id)))
 	}
+	// The kernel's side: a hung task, an io_uring that cannot exit, the driver's own messages.
+	cmd, done := boundedCommand("dmesg")
+	out, err := cmd.Output()
+	if err = done(err); err != nil {
+		fmt.Fprintf(&b, "  dmesg: %v\n", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	fmt.Fprintf(&b, "the kernel's last messages:\n  %s\n", strings.Join(lines[max(len(lines)-40, 0):], "\n  "))
 	return b.String()
 }
 
