@@ -96,6 +96,21 @@ func cleanupRun(name string, args ...string) {
 	}
 }
 
+// cleanupUnmount unmounts path for a cleanup. An umount of a filesystem on a device nobody serves
+// never returns (it waits for its I/O): after a minute it is left to itself and the mount is
+// detached (umount -l), so that the test's TempDir cleanup, which removes the mount point's
+// contents, finds it empty instead of waiting on the same I/O for good.
+func cleanupUnmount(path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "umount", path)
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil && ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "cleanup: umount %s did not finish in a minute (%v): detaching it\n", path, err)
+		cleanupRun("umount", "-l", path)
+	}
+}
+
 // testCommand is a boundedCommand for a test that starts it and waits for it itself; the
 // test's end releases its timer, and kills it if it still runs.
 func testCommand(t *testing.T, name string, args ...string) *exec.Cmd {
@@ -252,7 +267,7 @@ func TestE2EArrayRefusals(t *testing.T) {
 	sh(t, "mkfs.ext4", "-q", "-F", members[0])
 	mnt := t.TempDir()
 	sh(t, "mount", members[0], mnt)
-	t.Cleanup(func() { cleanupRun("umount", mnt) })
+	t.Cleanup(func() { cleanupUnmount(mnt) })
 
 	// members[0] is left out: its mounted filesystem writes to it on its own.
 	snap := func() []string {

@@ -40,7 +40,7 @@ func TestE2EGrow(t *testing.T) {
 				t.Logf("daemon log of %s:\n%s", r.name, b)
 			}
 		}
-		cleanupRun("umount", r.mnt)
+		cleanupUnmount(r.mnt)
 		cleanupRun(uraidBin(t), "stop", r.name)
 	})
 	oldSize := deviceBytes(t, r.dev)
@@ -202,7 +202,7 @@ func TestE2EGrowAppend(t *testing.T) {
 				t.Logf("daemon log of %s:\n%s", name, b)
 			}
 		}
-		cleanupRun("umount", mnt)
+		cleanupUnmount(mnt)
 		cleanupRun(uraidBin(t), "stop", name)
 	})
 	pid := arrayDetail(t, name).PID

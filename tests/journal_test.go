@@ -34,7 +34,7 @@ func startJournald(t *testing.T) {
 	// does not mount.
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		sh(t, "mount", "-t", "cgroup2", "none", "/sys/fs/cgroup")
-		t.Cleanup(func() { cleanupRun("umount", "/sys/fs/cgroup") })
+		t.Cleanup(func() { cleanupUnmount("/sys/fs/cgroup") })
 	}
 	require.NoError(t, os.MkdirAll("/run/systemd/system", 0o755))
 	t.Cleanup(func() { os.RemoveAll("/run/systemd/system") })

@@ -182,7 +182,7 @@ func rebuildLife(t *testing.T, level string, n int) {
 				t.Logf("record of %s:\n%s", r.name, b)
 			}
 		}
-		cleanupRun("umount", r.mnt)
+		cleanupUnmount(r.mnt)
 		exec.Command(uraidBin(t), "recover", r.name).Run() // if a daemon was left dead
 		cleanupRun(uraidBin(t), "stop", r.name)
 	})

@@ -86,7 +86,7 @@ func (r *recoveryArray) cleanup() {
 	}
 	// A quiesced device under the mount would make umount wait for ever: recover it first.
 	recoverIfDead(r.t, r.name)
-	cleanupRun("umount", r.mnt)
+	cleanupUnmount(r.mnt)
 	cleanupRun(uraidBin(r.t), "stop", r.name)
 }
 
@@ -500,7 +500,7 @@ func TestE2EStopRefusedWhileInUse(t *testing.T) {
 	dev := strings.TrimSpace(uraid(t, "create", "rs", "--level", "1", members[0], members[1]))
 	mnt := t.TempDir()
 	t.Cleanup(func() {
-		cleanupRun("umount", mnt)
+		cleanupUnmount(mnt)
 		cleanupRun(bin, "stop", "rs")
 	})
 	sh(t, "mkfs.ext4", "-q", "-F", dev)
@@ -852,7 +852,7 @@ func TestE2ESupervisedFailureAndRestart(t *testing.T) {
 	mnt := t.TempDir()
 	dev := arrayDetail(t, "sv").Device
 	t.Cleanup(func() {
-		cleanupRun("umount", mnt)
+		cleanupUnmount(mnt)
 		cleanupRun(uraidBin(t), "stop", "sv")
 	})
 	sh(t, "mkfs.ext4", "-q", "-F", dev)

@@ -92,7 +92,7 @@ func TestE2EUblkFilesystem(t *testing.T) {
 	mounted := true
 	defer func() {
 		if mounted {
-			cleanupRun("umount", mnt)
+			cleanupUnmount(mnt)
 		}
 	}()
 
