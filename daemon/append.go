@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 
 	"uraid/array"
 	"uraid/raid"
@@ -72,10 +71,8 @@ func (c *Client) Append(ctx context.Context, req AppendRequest) (AppendResult, e
 // is assembled, and the hand-over already is the moment when none of it is in use; the successor
 // builds them for the new members as any assembly does.
 func (s *served) Append(r AppendRequest) (AppendResult, error) {
-	for _, p := range r.Add {
-		if !filepath.IsAbs(p) {
-			return AppendResult{}, fmt.Errorf("array %s: append: give the device's absolute path, not %s", s.a.Name, p)
-		}
+	if err := absolutePaths(s.a.Name, "append", r.Add); err != nil {
+		return AppendResult{}, err
 	}
 	job := &appendJob{req: r}
 	err := s.ask(request{handover: true, change: job})
