@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,13 +67,21 @@ const commandTimeout = 10 * time.Minute
 // return anyway, so that the test fails, its cleanups recover or stop the device, and the stuck
 // process then ends.
 func boundedCommand(name string, args ...string) (cmd *exec.Cmd, done func(error) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	return boundedWithin(commandTimeout, name, args...)
+}
+
+// errUnfinished marks the error of a bounded command killed for its bound.
+var errUnfinished = errors.New("did not finish")
+
+// boundedWithin is boundedCommand with its own bound.
+func boundedWithin(limit time.Duration, name string, args ...string) (cmd *exec.Cmd, done func(error) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	cmd = exec.CommandContext(ctx, name, args...)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd, func(err error) error {
 		defer cancel()
 		if err != nil && ctx.Err() != nil {
-			return fmt.Errorf("%s %s did not finish in %v: %w", name, strings.Join(args, " "), commandTimeout, err)
+			return fmt.Errorf("%s %s %w in %v: %w", name, strings.Join(args, " "), errUnfinished, limit, err)
 		}
 		return err
 	}
@@ -86,14 +95,17 @@ const cleanupTimeout = 6 * time.Minute
 // are: a cleanup of a test that failed may meet a device nobody serves, where an umount or a stop
 // never returns, and must fail that test alone instead of the suite. Its error is the cleanup's
 // to ignore.
-func cleanupRun(name string, args ...string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil && ctx.Err() != nil {
-		fmt.Fprintf(os.Stderr, "cleanup: %s %s did not finish in %v: %v\n", name, strings.Join(args, " "), cleanupTimeout, err)
+func cleanupRun(name string, args ...string) { _ = cleanupWithin(cleanupTimeout, name, args...) }
+
+// cleanupWithin runs a cleanup's command within limit, says so on stderr when it did not finish,
+// and returns its error.
+func cleanupWithin(limit time.Duration, name string, args ...string) error {
+	cmd, done := boundedWithin(limit, name, args...)
+	err := done(cmd.Run())
+	if errors.Is(err, errUnfinished) {
+		fmt.Fprintf(os.Stderr, "cleanup: %v\n", err)
 	}
+	return err
 }
 
 // cleanupUnmount unmounts path for a cleanup. An umount of a filesystem on a device nobody serves
@@ -101,12 +113,7 @@ func cleanupRun(name string, args ...string) {
 // detached (umount -l), so that the test's TempDir cleanup, which removes the mount point's
 // contents, finds it empty instead of waiting on the same I/O for good.
 func cleanupUnmount(path string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "umount", path)
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil && ctx.Err() != nil {
-		fmt.Fprintf(os.Stderr, "cleanup: umount %s did not finish in a minute (%v): detaching it\n", path, err)
+	if err := cleanupWithin(time.Minute, "umount", path); errors.Is(err, errUnfinished) {
 		cleanupRun("umount", "-l", path)
 	}
 }
