@@ -79,6 +79,17 @@ const (
 	// member's TRIMs take at the learned gap (probeEvery), up to
 	// MaxProbeEvery TRIMs apart.
 	MaxProbeEvery = 4 * ProbeEvery
+
+	// A member's first CautiousTrims TRIMs run one at a time, whatever
+	// the limit: until some have run, nothing says whether its TRIMs stall
+	// its reads and writes or queue behind each other, and a SATA-like
+	// drive takes every TRIM sent to it into its one queue, where reads
+	// then wait behind all of them (before this, the first five or six
+	// TRIMs of an fstrim ran four deep in such a drive, 142 ms back to
+	// back against 104 ms one at a time). They are also the reference at
+	// one in flight that the in-flight judgement needs (MinConcSamples).
+	// On a fast member they cost a few serial TRIMs once.
+	CautiousTrims = MinConcSamples
 )
 
 // Smoothing weights of the decayed means: a new sample moves a mean by this
@@ -553,9 +564,11 @@ func exploreGap() time.Duration { return gapEdge(GapBuckets - 1) }
 // whose TRIMs serialize, and for one whose TRIMs stall its reads and
 // writes, as --trim-exclusive and the prior (a rotational or ATA member)
 // make it: every TRIM queued in such a drive lengthens the stall of the
-// reads behind it, and a TRIM yields to I/O only before it starts.
+// reads behind it, and a TRIM yields to I/O only before it starts. Also 1
+// under a gap: a gap runs from the end of the last TRIM, so the lane starts
+// none beside another (one started beside it would have no rest at all).
 func (l *Learner) Limit() int {
-	if l.serial || l.exclusive {
+	if l.serial || l.exclusive || l.gapK > 0 {
 		return 1
 	}
 	return l.limit
@@ -568,7 +581,8 @@ func (l *Learner) Gap() time.Duration { return gapEdge(l.gapK) }
 func (l *Learner) Exclusive() bool { return l.exclusive }
 
 // Next is how the next TRIM to start is paced: the least gap since the last
-// TRIM ended and the most TRIMs in flight. When ProbeEvery TRIMs ran beside
+// TRIM ended and the most TRIMs in flight. The first CautiousTrims run
+// alone. When ProbeEvery TRIMs ran beside
 // others, the next runs alone, so that the reference of the in-flight
 // judgement stays measured under a flood. While the buckets between the
 // highest penalized gap and the decided one are unknown, every TRIM rests
@@ -580,6 +594,9 @@ func (l *Learner) Exclusive() bool { return l.exclusive }
 // measured.
 func (l *Learner) Next() (gap time.Duration, limit int) {
 	gap, limit = l.Gap(), l.Limit()
+	if l.trims < CautiousTrims {
+		limit = 1
+	}
 	if limit > 1 && l.sinceSolo >= ProbeEvery {
 		// A flood keeps every slot busy, and a TRIM alone is the reference
 		// concurrency is judged against: let one run alone.
@@ -591,9 +608,9 @@ func (l *Learner) Next() (gap time.Duration, limit int) {
 	if l.sinceProbe < l.probeEvery() {
 		return gap, limit
 	}
-	if limit < l.limit && !l.exclusive {
-		// One more in flight, unless exclusivity keeps the member to one
-		// whatever the probe would find.
+	if limit < l.limit && !l.exclusive && l.gapK == 0 {
+		// One more in flight, unless exclusivity or a gap keeps the member
+		// to one whatever the probe would find.
 		limit++
 	}
 	switch {

@@ -63,6 +63,11 @@ func (w *world) step() bool {
 	case w.flood:
 		inflight = 1 + w.n%limit
 	}
+	if gap > 0 {
+		// As the lane: a gap runs from the end of the last TRIM, so none
+		// starts beside another.
+		inflight = 1
+	}
 	if inflight > 1 {
 		rest = 0
 	}
@@ -269,14 +274,35 @@ func TestInFlightLimit(t *testing.T) {
 	})
 }
 
+// A member's first CautiousTrims TRIMs run one at a time whatever the limit,
+// and a fast member gets its limit right after them: a SATA-like drive is
+// never sent a queue of TRIMs before anything is known of it, and a fast one
+// pays a few serial TRIMs once.
+func TestFirstTrimsRunAlone(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := fast(t)
+		limit := rapid.IntRange(2, 8).Draw(t, "limit")
+		w := &world{t: t, l: New(false, limit), m: m, flood: true, steady: true}
+		for i := range CautiousTrims {
+			if _, got := w.l.Next(); got != 1 {
+				t.Fatalf("TRIM %d may run %d in flight before any is known", i, got)
+			}
+			w.step()
+		}
+		if _, got := w.l.Next(); got != limit {
+			t.Fatalf("after %d TRIMs of a fast member: %d in flight, want %d", CautiousTrims, got, limit)
+		}
+	})
+}
+
 // A member that changes is relearned within a bounded number of TRIMs: a
 // stalling member that stops stalling, a serializing one that goes
 // parallel, a penalized one that stops punishing, and back. The bound is
 // what probes spaced by their cost (probeEvery) allow: relearning the
-// well-behaved member took 1109 TRIMs at the median, 1921 at most, over
-// 2000 random members.
+// well-behaved member took 391 TRIMs at the median, 576 at most, over 2000
+// random members; the misbehaving one again, 4 at the median, 10 at most.
 func TestRelearn(t *testing.T) {
-	const bound = 2500
+	const bound = 1000
 	rapid.Check(t, func(t *rapid.T) {
 		m := fast(t)
 		m.noise = rapid.Float64Range(1, 2).Draw(t, "noise")
