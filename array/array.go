@@ -181,6 +181,11 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		}
 		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
 	}
+	// A reshape under way (uraid grow --add, cut short) ends before the array serves.
+	sbs, err := resumeBeforeAssembly(name, opened, sbs, o)
+	if err != nil {
+		return fail(err)
+	}
 	asm, err := raid.CheckAssembly(sbs)
 	if asm == nil || (err != nil && !o.Degraded) {
 		if err != nil && asm != nil {

@@ -25,7 +25,8 @@ import (
 //	  2224    8 backup to, array bytes
 //	  2232    8 backup row: the first chunk row of the backup area on the new members
 //	  2240    4 backup checksum: CRC32C of the backed-up bytes in array order
-//	  2244    4 reserved, written as zero
+//	  2244    4 window, KiB: the most array bytes one step moves (reshape.Config), which places
+//	          the backup area, so a resume plans with the same
 const (
 	// VersionMajorReshape is the major version of a superblock that carries a reshape.
 	VersionMajorReshape = 3
@@ -37,7 +38,8 @@ const (
 	offReshapeTo     = offReshapeFrom + 8
 	offReshapeRow    = offReshapeTo + 8
 	offReshapeSum    = offReshapeRow + 8
-	offReshapeEnd    = offReshapeSum + 8
+	offReshapeWindow = offReshapeSum + 4
+	offReshapeEnd    = offReshapeWindow + 4
 
 	reshapeFlagDone = 1
 )
@@ -47,6 +49,9 @@ const (
 type ReshapeInfo struct {
 	// OldMembers is the member count before the reshape; Superblock.Members is the count after.
 	OldMembers uint32
+	// WindowKiB is the planner's window (reshape.Config.MaxWindowBytes) in KiB: it decides
+	// where the backup goes, so a resume must plan with the same.
+	WindowKiB uint32
 	// State is the planner's persisted state (package reshape): the cursor, the backup
 	// descriptor, done.
 	State reshape.State
@@ -64,6 +69,9 @@ func (sb *Superblock) validateReshape() error {
 	}
 	if r.OldMembers == 0 || r.OldMembers >= sb.Members {
 		return fmt.Errorf("a reshape from %d members to %d: want 1 to %d old members", r.OldMembers, sb.Members, sb.Members-1)
+	}
+	if r.WindowKiB == 0 {
+		return errors.New("a reshape with a window of 0 KiB")
 	}
 	st := r.State
 	if st.Cursor < 0 || st.Cursor%mapping.SectorBytes != 0 {
@@ -98,6 +106,7 @@ func (sb *Superblock) marshalReshape(block []byte) {
 	le.PutUint64(block[offReshapeTo:], uint64(r.State.Backup.To))
 	le.PutUint64(block[offReshapeRow:], uint64(r.State.Backup.Row))
 	le.PutUint32(block[offReshapeSum:], r.State.Backup.Sum)
+	le.PutUint32(block[offReshapeWindow:], r.WindowKiB)
 }
 
 // unmarshalReshape decodes the reshape fields of a major-3 block into d.
@@ -112,6 +121,7 @@ func unmarshalReshape(block []byte, d *Superblock) error {
 	}
 	d.Reshape = &ReshapeInfo{
 		OldMembers: le.Uint32(block[offReshapeOld:]),
+		WindowKiB:  le.Uint32(block[offReshapeWindow:]),
 		State: reshape.State{
 			Cursor: int64(le.Uint64(block[offReshapeCursor:])),
 			Backup: reshape.Backup{
@@ -124,4 +134,10 @@ func unmarshalReshape(block []byte, d *Superblock) error {
 		},
 	}
 	return nil
+}
+
+// MapGeometry is the geometry sb describes, every member holding its data size: what MapOf maps.
+// A reshape builds its old and new geometries from it.
+func MapGeometry(sb *Superblock) mapping.Geometry {
+	return mappingGeometry(sb.Level, sb.Layout, int64(sb.ChunkSize), int(sb.Members), int64(sb.DataSize))
 }

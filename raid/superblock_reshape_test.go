@@ -19,7 +19,7 @@ var genReshapeSuperblock = rapid.Custom(func(t *rapid.T) Superblock {
 	sb := genSuperblock.Filter(func(sb Superblock) bool {
 		return sb.Members >= 2 && (sb.Level == mapping.RAID0 || sb.Level == mapping.RAID10 && sb.Layout != mapping.Far2)
 	}).Draw(t, "sb")
-	r := &ReshapeInfo{OldMembers: rapid.Uint32Range(1, sb.Members-1).Draw(t, "old")}
+	r := &ReshapeInfo{OldMembers: rapid.Uint32Range(1, sb.Members-1).Draw(t, "old"), WindowKiB: rapid.Uint32Min(1).Draw(t, "window")}
 	r.State.Cursor = rapid.Int64Range(0, 1<<50).Draw(t, "cursorSectors") * mapping.SectorBytes
 	switch rapid.IntRange(0, 2).Draw(t, "kind") {
 	case 1:
@@ -49,7 +49,8 @@ func TestPropertyReshapeRoundTrip(t *testing.T) {
 		require.Equal(t, uint64(want.Reshape.State.Cursor), le.Uint64(b[2208:]), "cursor")
 		require.Equal(t, uint64(want.Reshape.State.Backup.To), le.Uint64(b[2224:]), "backup to")
 		require.Equal(t, want.Reshape.State.Backup.Sum, le.Uint32(b[2240:]), "backup sum")
-		require.Equal(t, make([]byte, offReshapeEnd-offReshapeSum-4), b[offReshapeSum+4:offReshapeEnd], "reserved")
+		require.Equal(t, want.Reshape.WindowKiB, le.Uint32(b[2244:]), "window")
+		require.Equal(t, make([]byte, 8), b[offReshapeEnd:offReshapeEnd+8], "reserved after")
 		var got Superblock
 		require.NoError(t, got.UnmarshalBinary(b))
 		require.Equal(t, want, got)
@@ -84,7 +85,7 @@ func TestPropertyReshapeBitFlip(t *testing.T) {
 func TestReshapeSuperblockRefusals(t *testing.T) {
 	base := validSB()
 	base.Layout = mapping.Near2
-	base.Reshape = &ReshapeInfo{OldMembers: 3, State: reshape.State{Cursor: 1 << 20}}
+	base.Reshape = &ReshapeInfo{OldMembers: 3, WindowKiB: 1024, State: reshape.State{Cursor: 1 << 20}}
 	b := mustMarshal(t, base)
 
 	for _, c := range []struct {
@@ -96,6 +97,7 @@ func TestReshapeSuperblockRefusals(t *testing.T) {
 		{"raid1", func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = mapping.RAID1, mapping.NoLayout, 0 }, "only raid0"},
 		{"no old", func(sb *Superblock) { sb.Reshape.OldMembers = 0 }, "want 1 to 3 old members"},
 		{"old = new", func(sb *Superblock) { sb.Reshape.OldMembers = 4 }, "want 1 to 3 old members"},
+		{"no window", func(sb *Superblock) { sb.Reshape.WindowKiB = 0 }, "window of 0 KiB"},
 		{"cursor off grid", func(sb *Superblock) { sb.Reshape.State.Cursor = 100 }, "reshape cursor 100"},
 		{"backup elsewhere", func(sb *Superblock) { sb.Reshape.State.Backup = reshape.Backup{From: 0, To: 4096} }, "want a range from the cursor"},
 		{"done with backup", func(sb *Superblock) {
