@@ -39,6 +39,9 @@ const (
 	// FailpointReshapePersist: the step's writes are flushed; the state after it is about to be
 	// persisted.
 	FailpointReshapePersist = "reshape-persist"
+	// FailpointReshapeIO: a step is about to write or discard one extent on one member (its
+	// backup, home writes and discards): a cut here leaves a write phase half done.
+	FailpointReshapeIO = "reshape-io"
 	// FailpointReshapeMember: a persist is about to write one member's superblock (hit before
 	// each): a cut here leaves the members one update apart.
 	FailpointReshapeMember = "reshape-member"
@@ -522,6 +525,7 @@ func (r *reshaper) do(s *reshape.Step) error {
 		return err
 	}
 	for _, e := range s.Discards {
+		hit(FailpointReshapeIO)
 		if err := discardMember(r.log, r.members[e.Member], int64(r.sb.DataOffset), e); err != nil {
 			return err
 		}
@@ -559,6 +563,7 @@ func discardMember(log *slog.Logger, m *raid.Member, dataOff int64, e mapping.Ex
 // writeExtents writes the extents from buf, which holds the array bytes from from.
 func (r *reshaper) writeExtents(ext []mapping.Extent, from int64, buf []byte) error {
 	for _, e := range ext {
+		hit(FailpointReshapeIO)
 		m := r.members[e.Member]
 		if _, err := m.File.WriteAt(buf[e.Logical-from:][:e.Length], int64(r.sb.DataOffset)+e.Offset); err != nil {
 			return fmt.Errorf("member %s: write: %w", m.Path, err)

@@ -25,7 +25,7 @@ const reshapeWindow = 256 << 10
 
 var reshapeFailpoints = []string{
 	FailpointReshapeCommit, FailpointReshapeBackup, FailpointReshapeMid, FailpointReshapeWrite,
-	FailpointReshapePersist, FailpointReshapeMember, FailpointReshapeMap, FailpointReshapeFinish,
+	FailpointReshapePersist, FailpointReshapeIO, FailpointReshapeMember, FailpointReshapeMap, FailpointReshapeFinish,
 }
 
 // TestReshape widens raid0, raid10 n2 and raid10 o2 arrays of 4 members filled with random data,
@@ -65,7 +65,7 @@ func testReshape(t *testing.T, c arrayCase, add int) {
 
 	// Uncut, counting the failpoints' hits.
 	counts := map[string]int{}
-	failpoint.Set(func(name string, _ failpoint.Span) { counts[name]++ })
+	failpoint.Set(countReshapeHits(counts))
 	work := snapshot(t, append(slices.Clip(rc.paths), rc.adds...))
 	rep, err := Reshape("t", work[:c.n], work[c.n:], ReshapeOptions{MaxWindowBytes: reshapeWindow})
 	failpoint.Set(nil)
@@ -130,10 +130,63 @@ func testReshape(t *testing.T, c arrayCase, add int) {
 						require.NoError(t, b.Close())
 					}
 				}
+				if k > 1 && k < hits && name != FailpointReshapeMember {
+					// A second cut, while the assembly resumes from the first.
+					cut = cutResume(t, cut, rng)
+				}
 				checkReshaped(t, rc, cut, n, false)
 			})
 		}
 	}
+}
+
+// countReshapeHits counts the hits of the reshape's failpoints, which all come on the goroutine
+// that runs the reshape (the region map's flusher hits its own on another).
+func countReshapeHits(counts map[string]int) failpoint.Hook {
+	return func(name string, _ failpoint.Span) {
+		if slices.Contains(reshapeFailpoints, name) {
+			counts[name]++
+		}
+	}
+}
+
+// cutResume assembles paths, which resumes the reshape they carry, cuts the power at a random
+// hit of a random failpoint of the resume, and returns what the cut left.
+func cutResume(t *testing.T, paths []string, rng *rand.Rand) []string {
+	t.Helper()
+	counts := map[string]int{}
+	try := snapshot(t, paths)
+	failpoint.Set(countReshapeHits(counts))
+	b, err := Assemble("t", try, Options{Queues: 1, Depth: 8})
+	failpoint.Set(nil)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	var names []string
+	for _, name := range reshapeFailpoints {
+		if counts[name] > 0 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return paths
+	}
+	name := names[rng.IntN(len(names))]
+	k := 1 + rng.IntN(counts[name])
+	var cut []string
+	seen := 0
+	failpoint.Set(func(at string, _ failpoint.Span) {
+		if at == name {
+			if seen++; seen == k {
+				cut = snapshot(t, paths)
+			}
+		}
+	})
+	b, err = Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	failpoint.Set(nil)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	require.NotNil(t, cut, "%s hit %d", name, k)
+	return cut
 }
 
 // trimmedArray fills an array of c, trims a fifth of its regions (1 MiB each) through the array,
@@ -229,5 +282,88 @@ func checkReshaped(t *testing.T, rc reshapeCase, paths []string, n int, serve bo
 				t.Fatalf("array bytes at %d: copy %d on member %d at %d differ from what was written", x, j, e.Member, e.Offset)
 			}
 		}
+	}
+}
+
+// TestReshapeResume: members a cut left mid-reshape resume through Reshape given the same devices
+// again, and are refused, naming the slot, when the new members are left out.
+func TestReshapeResume(t *testing.T) {
+	c := arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}
+	rc := trimmedArray(t, c, 2)
+	work := snapshot(t, append(slices.Clip(rc.paths), rc.adds...))
+	var cut []string
+	seen := 0
+	failpoint.Set(func(name string, _ failpoint.Span) {
+		if name == FailpointReshapePersist {
+			if seen++; seen == 10 {
+				cut = snapshot(t, work)
+			}
+		}
+	})
+	_, err := Reshape("t", work[:4], work[4:], ReshapeOptions{MaxWindowBytes: reshapeWindow})
+	failpoint.Set(nil)
+	require.NoError(t, err)
+	require.NotNil(t, cut)
+	st := raidtest.Superblock(t, cut[0]).Reshape
+	require.NotNil(t, st)
+	assert.Positive(t, st.State.Cursor)
+
+	_, err = Reshape("t", cut[:4], nil, ReshapeOptions{})
+	require.ErrorIs(t, err, ErrReshape)
+	assert.Contains(t, err.Error(), "slot 4 of the reshape from 4 to 6 members has no device")
+	_, err = Assemble("t", cut[:4], Options{Queues: 1, Depth: 8})
+	require.Error(t, err, "assemble without the new members")
+
+	rep, err := Reshape("t", cut[:4], cut[4:], ReshapeOptions{})
+	require.NoError(t, err)
+	assert.True(t, rep.Resumed)
+	assert.Less(t, rep.ReadBytes, rep.LiveBytes, "the resume moves only what was left")
+	checkReshaped(t, rc, cut, 6, true)
+}
+
+// TestReshapeRefusals: every refusal names its cause and writes nothing.
+func TestReshapeRefusals(t *testing.T) {
+	c := arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}
+	rc := trimmedArray(t, c, 1)
+	dir := filepath.Dir(rc.paths[0])
+	fi, err := os.Stat(rc.paths[0])
+	require.NoError(t, err)
+	small := testutil.SparseFile(t, dir, "small", fi.Size()/2)
+	r1, _ := filledArray(t, arrayCase{mapping.RAID1, mapping.NoLayout, 2, 0})
+	f2, _ := filledArray(t, arrayCase{mapping.RAID10, mapping.Far2, 4, 64 << 10})
+	lin, _ := filledArray(t, arrayCase{mapping.Linear, mapping.NoLayout, 3, 0})
+	dirty := snapshot(t, rc.paths)
+	{
+		a, err := Assemble("t", dirty, Options{Queues: 1, Depth: 8})
+		require.NoError(t, err)
+		require.NoError(t, a.MarkDirty())
+		require.NoError(t, a.Close()) // no MarkClean: a crash
+	}
+	all := slices.Concat(rc.paths, rc.adds, []string{small}, r1, f2, lin, dirty)
+	was := snapshot(t, all)
+	for _, c := range []struct {
+		paths, add []string
+		want       string
+	}{
+		{rc.paths, nil, "no device to add"},
+		{rc.paths, []string{small}, "too small"},
+		{rc.paths, []string{r1[0]}, "already a uraid member"},
+		{rc.paths[:3], rc.adds, "the array must be whole"},
+		{rc.paths, []string{rc.paths[0]}, "named twice"},
+		{r1, rc.adds, "a raid1's members are its copies"},
+		{f2, rc.adds, "raid10 f2"},
+		{lin, rc.adds, "a linear array grows by appending"},
+		{dirty, rc.adds, "did not stop cleanly"},
+	} {
+		_, err := Reshape("t", c.paths, c.add, ReshapeOptions{})
+		require.Error(t, err, "%v + %v", c.paths, c.add)
+		assert.Contains(t, err.Error(), c.want)
+	}
+	for i := range all {
+		b1, err := os.ReadFile(was[i])
+		require.NoError(t, err)
+		b2, err := os.ReadFile(all[i])
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(b1, b2), "%s changed by a refusal", all[i])
 	}
 }
