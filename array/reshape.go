@@ -370,6 +370,14 @@ func (r *reshaper) loadRegions(old int, done bool) error {
 		}
 		return fmt.Errorf("region map: %w (and at the new size: %w)", err, err2)
 	}
+	if errors.Is(err, region.ErrNotMap) && r.sb.State == raid.StateClean {
+		// Members that never carried a map (an array created and not yet run): as Assemble
+		// would, every region in sync, so every byte live.
+		var rs int64
+		if rs, err = region.ChooseRegionSize(size, dataOff-mapAreaOffset); err == nil {
+			m, err = region.New(region.Geometry{ArrayUUID: r.sb.ArrayUUID, ArraySize: size, RegionSize: rs}, region.InSync)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w: region map: %w (assemble the array and stop it once, so that it writes one)", ErrReshape, err)
 	}

@@ -24,7 +24,7 @@ type growOptions struct {
 func newGrowCommand() *cobra.Command {
 	var o growOptions
 	cmd := &cobra.Command{
-		Use:   "grow NAME --size max|SIZE | --copies N [--add DEV]... [MEMBER...]",
+		Use:   "grow NAME --size max|SIZE | --copies N [--add DEV]... | --add DEV... [MEMBER...]",
 		Short: "Use the space of members that have grown, shrink the array, or change a raid1's copies, without moving data",
 		Long: `Grow changes the size of the array to SIZE, or with --size max to as much as its smallest device
 (member or spare) allows: after uraid replace put larger devices in, or the member devices
@@ -54,11 +54,21 @@ moves either way: every copy of a raid1 is the whole array. A running array chan
 hand-over (as uraid restart, so Linux 6.12 or later): it finishes its requests, commits the change
 and a new daemon takes the device over without its going away. A raid10 keeps the copies of its
 layout, and is refused, as are a failed member still in its slot and a rebuild, resync or replace
-under way.`,
+under way.
+
+With --add alone a stopped raid0 or raid10 (n2, o2) is reshaped to more members: its data is
+restriped over the old and new members, the array grows by what the new ones hold, and only live
+data moves (trimmed regions are not copied). It is crash-safe: the reshape's position is in every
+member's superblock after each step, a window that would overwrite itself goes to a backup in the
+new members' tail first, and an assemble or the same grow --add resumes a reshape cut short.
+The array must be whole, stopped cleanly, with no resync, rebuild or spare; a running array is
+refused (online reshape is not available yet). raid10 f2 and raid1 are refused (--copies adds a
+raid1's copy).`,
 		Example: `  uraid grow data --size max && resize2fs /dev/ublkb0
   uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped
   uraid grow mirror --copies 3 --add /dev/sdd
-  uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2`,
+  uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2
+  uraid stop data && uraid grow data --add /dev/sdf --add /dev/sdg && uraid assemble --scan data`,
 		Args:              arrayArgs(cobra.MinimumNArgs(1), false),
 		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,7 +77,7 @@ under way.`,
 	}
 	cmd.Flags().StringVar(&o.size, "size", "", "the array's new size: max, or bytes with an optional K, M, G or T suffix")
 	cmd.Flags().IntVar(&o.copies, "copies", 0, "the copies a raid1 is to keep")
-	cmd.Flags().StringArrayVar(&o.add, "add", nil, "with --copies: a device to become a new copy (repeat for more)")
+	cmd.Flags().StringArrayVar(&o.add, "add", nil, "with --copies: a device to become a new copy; alone: a member to add to a stopped raid0 or raid10 by reshape (repeat for more)")
 	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array; with --add, use devices that hold data")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
 	return cmd
@@ -80,8 +90,10 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 		return usageError{fmt.Errorf("--size and --copies: give one; grow the size and the copies one after the other")}
 	case copies:
 		return runCopies(cmd, o, name, members)
+	case len(o.add) > 0 && o.size != "":
+		return usageError{fmt.Errorf("--size and --add: give one; grow the size and add members one after the other")}
 	case len(o.add) > 0:
-		return usageError{fmt.Errorf("--add goes with --copies: the copies the raid1 is to keep, e.g. --copies 3 --add DEV")}
+		return runReshape(cmd, o, name, members)
 	}
 	var want int64
 	switch s := strings.ToLower(strings.TrimSpace(o.size)); s {

@@ -95,7 +95,7 @@ func TestGrowCopiesCLI(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--copies", "3", "--size", "max"}, exitUsage, "give one"},
-		{[]string{"--add", ms[2]}, exitUsage, "--add goes with --copies"},
+		{[]string{"--add", ms[2]}, exitError, "a raid1's members are its copies"},
 		{[]string{"--copies", "0"}, exitUsage, "at least one copy"},
 		{[]string{"--copies", "2"}, exitError, "keeps 2 copies already"},
 		{[]string{"--copies", "3", "--add", small}, exitError, "too small"},
@@ -121,4 +121,44 @@ func TestGrowCopiesCLI(t *testing.T) {
 	code, out, errOut = runCLI(t, "grow", "mir", "--copies", "4", "--json", ms[0], ms[1], ms[2])
 	require.Equal(t, exitError, code, out)
 	assert.Contains(t, errOut, "slot 2 is empty already: fill it (uraid add) first")
+}
+
+// A stopped raid10 gains two members by reshape; refusals change nothing.
+func TestGrowAddCLI(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", filepath.Join(t.TempDir(), "run"))
+	require.NoError(t, os.Mkdir(os.Getenv("URAID_RUN_DIR"), 0o700))
+	ms := memberFiles(t, 6, 8<<20)
+	cms, _, err := raid.Create(raid.CreateOptions{Name: "wide", Level: mapping.RAID10, Layout: mapping.Near2, Chunk: 64 << 10, Members: ms[:4]})
+	require.NoError(t, err)
+	for _, m := range cms {
+		m.Close()
+	}
+	before := make([][]byte, len(ms))
+	for i, p := range ms {
+		before[i] = fileBytes(t, p)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--add", ms[4], "--size", "max"}, exitUsage, "--size and --add: give one"},
+		{[]string{"--add", ms[0]}, exitError, "named twice"},
+	} {
+		code, _, errOut := runCLI(t, append(append([]string{"grow", "wide"}, tt.args...), ms[:4]...)...)
+		assert.Equal(t, tt.code, code, "%v: %s", tt.args, errOut)
+		assert.Contains(t, errOut, tt.msg, tt.args)
+	}
+	for i, p := range ms {
+		assert.Equal(t, before[i], fileBytes(t, p), "a refusal changed %s", p)
+	}
+	code, out, errOut := runCLI(t, append([]string{"grow", "wide", "--add", ms[4], "--add", ms[5]}, ms[:4]...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "uraid: array wide: reshaped from 4 to 6 members, 14M (14680064 bytes) to 21M (22020096 bytes)")
+	for i, p := range ms {
+		sb := raidtest.Superblock(t, p)
+		assert.Equal(t, uint32(6), sb.Members, p)
+		assert.Equal(t, uint32(i), sb.Index, p)
+		assert.Nil(t, sb.Reshape, p)
+	}
 }
