@@ -548,6 +548,7 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		}
 		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
 		sb.DataSize = a.sb.DataSize // changed by a grow, the same on every member
+		sb.Reshape = nil            // one a cut left one update behind a reshape's last
 		// A member a crash left one update behind a change of copies holds the old slot count,
 		// and may hold its old slot number (assemble placed it by the newest slot table).
 		if !plant.Is("copiesslot") {

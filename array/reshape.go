@@ -121,28 +121,21 @@ func Reshape(name string, paths, add []string, o ReshapeOptions) (ReshapeReport,
 			return ReshapeReport{}, err
 		}
 		opened = append(opened, m)
-		if i >= len(paths) {
-			sbs = append(sbs, raid.MemberSB{Path: p})
-			continue
-		}
 		sb, err := raid.ReadSuperblock(m.File)
-		if err != nil {
+		if err != nil && i < len(paths) {
 			return ReshapeReport{}, fmt.Errorf("member %s: %w", p, err)
 		}
 		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
 	}
-	// Devices named with --add of a reshape under way are its new members: read them too.
-	if newest := newestReshape(sbs[:len(paths)]); newest != nil {
-		for i := len(paths); i < len(all); i++ {
-			if sb, err := raid.ReadSuperblock(opened[i].File); err == nil {
-				sbs[i].SB = sb
-			}
-		}
-		r, err := resumeReshape(name, opened, sbs, o)
-		return r, err
+	// Devices named with --add may be the new members of a reshape under way, the newest of
+	// them too when a cut came before the commit reached the old members.
+	if newestReshape(sbs) != nil {
+		return resumeReshape(name, opened, sbs, o)
 	}
-	r, err := startReshape(name, opened, sbs, len(paths), o)
-	return r, err
+	for i := len(paths); i < len(all); i++ {
+		sbs[i].SB = nil // vetted as devices to add
+	}
+	return startReshape(name, opened, sbs, len(paths), o)
 }
 
 // newestReshape returns the newest superblock among sbs if it carries a reshape under way.
@@ -548,6 +541,30 @@ func (r *reshaper) do(s *reshape.Step) error {
 	return r.persist(s.After)
 }
 
+// zeroGained writes zeros on every copy of the bytes the old map's last region gains, if it was
+// partial: that region keeps its state over them (region.Map.Resized), which may say its copies
+// agree, where the steps discarded them. Written once the reshape is done, by the new layout.
+func (r *reshaper) zeroGained() error {
+	old, size := r.plan.From().Size(), r.plan.To().Size()
+	rs := r.regions.RegionSize()
+	end := min(size, (old+rs-1)/rs*rs)
+	if end <= old {
+		return nil
+	}
+	ext, err := r.plan.To().Write(old, end-old, nil)
+	if err != nil {
+		return err
+	}
+	zeros := raid.AlignedBytes(int(end - old))
+	for _, e := range ext {
+		m := r.members[e.Member]
+		if _, err := m.File.WriteAt(zeros[:e.Length], int64(r.sb.DataOffset)+e.Offset); err != nil {
+			return fmt.Errorf("member %s: write zeros: %w", m.Path, err)
+		}
+	}
+	return nil
+}
+
 // discardMember discards e on member m, whose data starts at dataOff. A member that cannot
 // discard keeps what it held there: the region map, not the bytes, says what is the user's.
 func discardMember(log *slog.Logger, m *raid.Member, dataOff int64, e mapping.Extent) error {
@@ -594,6 +611,9 @@ func (r *reshaper) flush() error {
 // the superblocks of the new geometry, the reshape cleared.
 func (r *reshaper) finish() error {
 	if r.regions != nil {
+		if err := r.zeroGained(); err != nil {
+			return err
+		}
 		m := r.regions
 		if m.Geometry().ArraySize != r.plan.To().Size() {
 			var err error

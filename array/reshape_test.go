@@ -261,10 +261,15 @@ func checkReshaped(t *testing.T, rc reshapeCase, paths []string, n int, serve bo
 		}
 		require.NoError(t, h.Close())
 	}
+	// A member a cut left one update behind the last is written up to date, the reshape
+	// cleared, by the array's next superblock update.
+	require.NoError(t, b.MarkDirty())
+	require.NoError(t, b.MarkClean())
 	require.NoError(t, b.Close())
 	files := make([][]byte, n)
 	for _, p := range paths {
 		sb := raidtest.Superblock(t, p)
+		require.Nil(t, sb.Reshape, "%s carries a reshape after the next update", p)
 		f, err := os.ReadFile(p)
 		require.NoError(t, err)
 		files[sb.Index] = f[sb.DataOffset:]
@@ -319,6 +324,27 @@ func TestReshapeResume(t *testing.T) {
 	assert.True(t, rep.Resumed)
 	assert.Less(t, rep.ReadBytes, rep.LiveBytes, "the resume moves only what was left")
 	checkReshaped(t, rc, cut, 6, true)
+	for _, p := range cut {
+		assert.Nil(t, raidtest.Superblock(t, p).Reshape, p)
+	}
+
+	// A cut before the commit: only the new devices carry the reshape. Named again with
+	// --add, they resume it.
+	work = snapshot(t, append(slices.Clip(rc.paths), rc.adds...))
+	failpoint.Set(func(name string, _ failpoint.Span) {
+		if name == FailpointReshapeCommit {
+			cut = snapshot(t, work)
+		}
+	})
+	_, err = Reshape("t", work[:4], work[4:], ReshapeOptions{MaxWindowBytes: reshapeWindow})
+	failpoint.Set(nil)
+	require.NoError(t, err)
+	require.Nil(t, raidtest.Superblock(t, cut[0]).Reshape)
+	require.NotNil(t, raidtest.Superblock(t, cut[4]).Reshape)
+	rep, err = Reshape("t", cut[:4], cut[4:], ReshapeOptions{})
+	require.NoError(t, err)
+	assert.True(t, rep.Resumed)
+	checkReshaped(t, rc, cut, 6, false)
 }
 
 // TestReshapeRefusals: every refusal names its cause and writes nothing.
