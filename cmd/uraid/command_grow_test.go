@@ -11,6 +11,7 @@ import (
 	"uraid/internal/testutil/raidtest"
 	"uraid/mapping"
 	"uraid/raid"
+	"uraid/reshape"
 )
 
 func TestGrowCLI(t *testing.T) {
@@ -161,4 +162,25 @@ func TestGrowAddCLI(t *testing.T) {
 		assert.Equal(t, uint32(i), sb.Index, p)
 		assert.Nil(t, sb.Reshape, p)
 	}
+}
+
+// examine shows a reshape a member's superblock carries.
+func TestExamineReshape(t *testing.T) {
+	ms := memberFiles(t, 4, 8<<20)
+	cms, sbs, err := raid.Create(raid.CreateOptions{Name: "mid", Level: mapping.RAID0, Chunk: 64 << 10, Members: ms})
+	require.NoError(t, err)
+	sb := *sbs[0]
+	sb.Members, sb.Slots = 5, nil
+	sb.Reshape = &raid.ReshapeInfo{OldMembers: 4, WindowKiB: 1024, State: reshape.State{Cursor: 1 << 20}}
+	require.NoError(t, raid.WriteSuperblock(cms[0].File, &sb))
+	for _, m := range cms {
+		m.Close()
+	}
+	code, out, errOut := runCLI(t, "examine", ms[0])
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "Reshape : 4 to 5 members, new layout below 1048576 bytes, backup of 0 bytes, done false")
+	code, out, errOut = runCLI(t, "examine", "--json", ms[0])
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `"reshape": {`)
+	assert.Contains(t, out, `"cursor_bytes": 1048576`)
 }
