@@ -292,26 +292,45 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 	if ref.Name != name {
 		return ReshapeReport{}, fmt.Errorf("reshape: the members belong to array %q, not %q", ref.Name, name)
 	}
+	log := o.logger().With("array", name)
 	members := make([]*raid.Member, ref.Members)
 	uuids := make([]raid.UUID, ref.Members)
+	events := make([]uint64, ref.Members)
 	for i, ms := range sbs {
-		if ms.SB == nil || ms.SB.ArrayUUID != ref.ArrayUUID {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: %s is not a member of the reshape under way from %d to %d members: leave it out",
-				name, ErrReshape, ms.Path, ref.Reshape.OldMembers, ref.Members)
+		// The members are those the newest slot table names (an update reaches them one after
+		// another, so some may be behind it). A device it does not name (one that left the
+		// array before, found by a scan) takes no part, as assemble leaves a stale one out.
+		j := -1
+		if ms.SB != nil && ms.SB.ArrayUUID == ref.ArrayUUID && ms.SB.Role != raid.RoleSpare {
+			j = slices.Index(ref.Slots, ms.SB.MemberUUID.Tag())
 		}
-		j := slices.Index(ref.Slots, ms.SB.MemberUUID.Tag())
 		if j < 0 {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: %s (index %d) is not in the reshape's slot table: leave it out", name, ErrReshape, ms.Path, ms.SB.Index)
+			log.Warn("reshape: device left out: it is not among the members of the reshape under way", "device", ms.Path)
+			continue
 		}
 		if members[j] != nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: %s and %s both claim slot %d", name, ErrReshape, members[j].Path, ms.Path, j)
+			// Two devices of one member UUID (a copy of a member): the newer is the member.
+			if ms.SB.Events == events[j] {
+				return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: %s and %s both claim slot %d with events %d: leave the copy out",
+					name, ErrReshape, members[j].Path, ms.Path, j, events[j])
+			}
+			if ms.SB.Events < events[j] {
+				log.Warn("reshape: device left out: another device with newer events claims its slot", "device", ms.Path, "slot", j)
+				continue
+			}
+			log.Warn("reshape: device left out: another device with newer events claims its slot", "device", members[j].Path, "slot", j)
 		}
-		members[j], uuids[j] = opened[i], ms.SB.MemberUUID
+		members[j], uuids[j], events[j] = opened[i], ms.SB.MemberUUID, ms.SB.Events
 	}
+	need := int64(ref.DataOffset + ref.DataSize)
 	for j, m := range members {
 		if m == nil {
 			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: slot %d of the reshape from %d to %d members has no device: a reshape resumes with every member, old and new (name them all)",
 				name, ErrReshape, j, ref.Reshape.OldMembers, ref.Members)
+		}
+		if m.Size < need {
+			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: member %s (slot %d): %w: it holds %d bytes, the array's data ends at %d: it shrank or is not the device that was in the array (nothing written)",
+				name, ErrReshape, m.Path, j, raid.ErrTooSmall, m.Size, need)
 		}
 	}
 	old := int(ref.Reshape.OldMembers)
@@ -328,7 +347,7 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 	if err := plan.Check(ref.Reshape.State); err != nil {
 		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
-	r := &reshaper{log: o.logger().With("array", name), sb: ref, members: members, uuids: uuids, plan: plan}
+	r := &reshaper{log: log, sb: ref, members: members, uuids: uuids, plan: plan}
 	r.report.Resumed = true
 	if err := r.loadRegions(old, ref.Reshape.State.Done); err != nil {
 		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)

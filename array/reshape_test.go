@@ -305,14 +305,24 @@ func TestReshapeResume(t *testing.T) {
 			}
 		}
 	})
+	left := snapshot(t, work[3:4]) // a device that leaves before the reshape, and is found later
 	_, err := Reshape("t", work[:4], work[4:], ReshapeOptions{MaxWindowBytes: reshapeWindow})
 	failpoint.Set(nil)
 	require.NoError(t, err)
 	require.NotNil(t, cut)
+	// Found by a scan beside the members: stale (superseded in its slot), not another geometry.
+	b, err := Assemble("t", append(slices.Clip(work), left...), Options{Queues: 1, Depth: 8})
+	require.NoError(t, err, "a device of the old member count left out")
+	require.Len(t, b.members, 6)
+	require.NoError(t, b.Close())
 	st := raidtest.Superblock(t, cut[0]).Reshape
 	require.NotNil(t, st)
 	assert.Positive(t, st.State.Cursor)
 
+	// Mid-reshape, the same device is left out of the resume.
+	b, err = Assemble("t", append(slices.Clip(snapshot(t, cut)), left...), Options{Queues: 1, Depth: 8})
+	require.NoError(t, err, "resumed without the device of the old member count")
+	require.NoError(t, b.Close())
 	_, err = Reshape("t", cut[:4], nil, ReshapeOptions{})
 	require.ErrorIs(t, err, ErrReshape)
 	assert.Contains(t, err.Error(), "slot 4 of the reshape from 4 to 6 members has no device")

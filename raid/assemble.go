@@ -116,10 +116,11 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	}
 	for _, m := range group {
 		d := assemblyGeometryDiff(m.SB, ref)
-		if (d == geoDataSize || d == geoMembers && ref.Level == mapping.RAID1) && m.SB.Events < ref.Events {
-			// A device that left before the array grew (or shrank), or before a raid1 gained or
-			// dropped a copy, carries the geometry of its time: it is stale or superseded by its
-			// events, below, not of another geometry.
+		if (d == geoDataSize || d == geoMembers && (ref.Level == mapping.RAID1 || m.SB.Members < ref.Members)) && m.SB.Events < ref.Events {
+			// A device that left before the array grew (or shrank), before a raid1 gained or
+			// dropped a copy, or before a reshape gave the array more members (reshape.go),
+			// carries the geometry of its time: it is stale or superseded by its events, below,
+			// not of another geometry.
 			continue
 		}
 		if d != "" {
