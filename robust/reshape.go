@@ -46,6 +46,9 @@ func (w *world) reshape(paths []string) []string {
 		len(paths) != int(sb.Members) || w.failed() || w.crashedNow() || w.rng.IntN(4) == 0 {
 		return paths
 	}
+	if !wholeOnDisk(paths) {
+		return paths
+	}
 	fi, err := os.Stat(paths[0])
 	if err != nil {
 		w.fail("reshape: %v", err)
@@ -92,4 +95,25 @@ func (w *world) reshape(paths []string) []string {
 		}
 	}
 	return paths
+}
+
+// wholeOnDisk reports whether the members at paths assemble whole, every slot in service and no
+// spare, rebuild or replacement among them: what a reshape needs (it refuses otherwise, and the
+// harness would arm a power loss for nothing).
+func wholeOnDisk(paths []string) bool {
+	var sbs []raid.MemberSB
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return false
+		}
+		sb, err := raid.ReadSuperblock(f)
+		f.Close()
+		if err != nil {
+			return false
+		}
+		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
+	}
+	a, err := raid.CheckAssembly(sbs)
+	return err == nil && len(a.Spares) == 0 && len(a.Replacing) == 0 && len(a.Rebuilding) == 0
 }
