@@ -224,7 +224,11 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		o.logger().Warn("assemble: device left out: another device claims its slot with newer events (the old device of a finished replace, or a replacement let go); wipe or reuse it",
 			"array", asm.Newest.Name, "device", ms.Path, "index", ms.SB.Index, "events", ms.SB.Events)
 	}
-	for _, m := range byPath { // stale and superseded members take no part
+	for _, ms := range asm.NotMembers {
+		o.logger().Warn("assemble: device left out: it was prepared for an append that no member counts (cut short, or the array ran on without it); append it again (uraid grow --add) or wipe it",
+			"array", asm.Newest.Name, "device", ms.Path, "index", ms.SB.Index, "events", ms.SB.Events)
+	}
+	for _, m := range byPath { // stale, superseded and not members take no part
 		m.Close()
 	}
 	a, err := newArray(asm.Newest, members, o, layout{rebuilding: asm.Rebuilding, spares: spares, replacing: replacing})

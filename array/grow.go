@@ -251,23 +251,27 @@ func (a *Array) zeroMember(e mapping.Extent) error {
 // trimMember discards e on its member. A member that cannot discard keeps whatever it held
 // there: the region map's Trimmed promises nothing about the bytes, only that none is the user's.
 func (a *Array) trimMember(e mapping.Extent) error {
-	mem := a.members[e.Member]
-	off := a.dataOff[e.Member] + e.Offset
+	return a.trimAt(a.members[e.Member], a.dataOff[e.Member]+e.Offset, e.Length)
+}
+
+// trimAt discards length bytes of mem at off (a member's offset, not the data area's), as
+// trimMember does.
+func (a *Array) trimAt(mem *raid.Member, off, length int64) error {
 	var err error
 	if mem.Block {
-		err = blkdiscard.Ioctl(int(mem.File.Fd()), off, e.Length)
+		err = blkdiscard.Ioctl(int(mem.File.Fd()), off, length)
 	} else {
-		err = unix.Fallocate(int(mem.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, e.Length)
+		err = unix.Fallocate(int(mem.File.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, length)
 		if err != nil {
 			err = os.NewSyscallError("fallocate", err)
 		}
 	}
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOTTY) {
-		a.log.Info("grow: member cannot discard; its new space keeps what it held", "member", mem.Path)
+		a.log.Info("member cannot discard; its new space keeps what it held", "member", mem.Path)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("member %s: trim [%d, +%d): %w", mem.Path, off, e.Length, err)
+		return fmt.Errorf("member %s: trim [%d, +%d): %w", mem.Path, off, length, err)
 	}
 	return nil
 }

@@ -284,7 +284,10 @@ func (a *Array) vetAdd(path string, force bool) (addition, error) {
 		m.Close()
 		return addition{}, fmt.Errorf("array %s: %s: %w; give --force to overwrite it", a.Name, path, err)
 	}
-	if err == nil && c.readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != raid.RoleSpare {
+	// A device prepared for an append of this linear array that did not commit is no member: it
+	// may be appended again.
+	uncommitted := err == nil && raid.AppendedPastEnd(sb, &a.sb)
+	if err == nil && c.readd < 0 && !force && sb.ArrayUUID == a.sb.ArrayUUID && sb.Role != raid.RoleSpare && !uncommitted {
 		m.Close()
 		return addition{}, fmt.Errorf("array %s: %s was member %d of this array, and that slot is taken; give --force to add it as a new device", a.Name, path, sb.Index)
 	}

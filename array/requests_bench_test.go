@@ -17,14 +17,23 @@ type benchCase struct {
 	length  int64
 	mode    string // the discard mode
 	withMap bool
+	level   mapping.Level // RAID1 of two files unless set
+	members int
 }
 
 // runQD32 keeps 32 requests of bc in flight through the array's ublk target until b.N have
 // completed.
 func runQD32(b *testing.B, bc benchCase) {
 	dir := b.TempDir()
-	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "b", Level: mapping.RAID1, Size: 256 * mib, Members: paths})
+	level, n := bc.level, bc.members
+	if level == 0 {
+		level, n = mapping.RAID1, 2
+	}
+	var paths []string
+	for i := range n {
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("m%d", i)))
+	}
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "b", Level: level, Size: 256 * mib, Members: paths})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -103,10 +112,20 @@ func BenchmarkArrayRequests(b *testing.B) {
 		name string
 		benchCase
 	}{
-		{"read", benchCase{ublk.OpRead, 4096, "sync", true}},
-		{"discard-sync", benchCase{ublk.OpDiscard, 1 << 20, "sync", true}},
-		{"discard-async", benchCase{ublk.OpDiscard, 1 << 20, "async", true}},
+		{"read", benchCase{op: ublk.OpRead, length: 4096, mode: "sync", withMap: true}},
+		{"discard-sync", benchCase{op: ublk.OpDiscard, length: 1 << 20, mode: "sync", withMap: true}},
+		{"discard-async", benchCase{op: ublk.OpDiscard, length: 1 << 20, mode: "async", withMap: true}},
 	} {
 		b.Run(bc.name, func(b *testing.B) { runQD32(b, bc.benchCase) })
+	}
+}
+
+// BenchmarkArrayReadLevels: 4 KiB random reads at QD32 through the array's ublk target over four
+// files, raid0 against raid10, with the region map: what choosing a copy costs a read.
+func BenchmarkArrayReadLevels(b *testing.B) {
+	for _, l := range []mapping.Level{mapping.RAID0, mapping.RAID10} {
+		b.Run(l.ShortName(), func(b *testing.B) {
+			runQD32(b, benchCase{op: ublk.OpRead, length: 4096, mode: "sync", withMap: true, level: l, members: 4})
+		})
 	}
 }

@@ -60,13 +60,11 @@ func (c *Client) Copies(ctx context.Context, req CopiesRequest) (CopiesResult, e
 // the change committed and the new devices written as spares, and the device left to a
 // successor, which assembles the new slots and fills them from the spares.
 func (s *served) Copies(c CopiesRequest) (CopiesResult, error) {
-	for _, p := range c.Add {
-		if !filepath.IsAbs(p) {
-			return CopiesResult{}, fmt.Errorf("array %s: copies: give the device's absolute path, not %s", s.a.Name, p)
-		}
+	if err := absolutePaths(s.a.Name, "copies", c.Add); err != nil {
+		return CopiesResult{}, err
 	}
 	job := &copiesJob{req: c}
-	err := s.ask(request{handover: true, copies: job})
+	err := s.ask(request{handover: true, change: job})
 	if job.plan == nil {
 		return CopiesResult{}, err
 	}
@@ -83,6 +81,10 @@ func (s *served) Copies(c CopiesRequest) (CopiesResult, error) {
 type copiesJob struct {
 	req  CopiesRequest
 	plan *array.CopiesPlan
+}
+
+func (j *copiesJob) check(a *array.Array) error {
+	return a.CheckCopies(j.req.Copies, j.req.Add, j.req.Force)
 }
 
 // commit is the hand-over's step for a change of copies, once nothing is in flight and the
@@ -126,4 +128,16 @@ func ChangeCopies(ctx context.Context, name string, req CopiesRequest, spawn fun
 		return err
 	}, spawn)
 	return res, dev, err
+}
+
+// absolutePaths refuses a device path the daemon would resolve against its own working
+// directory (it moved to / once started), not the caller's: every change that adds devices
+// through the control socket checks them so.
+func absolutePaths(array, op string, paths []string) error {
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("array %s: %s: give the device's absolute path, not %s", array, op, p)
+		}
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ const (
 	// EventCopiesChanged: uraid grow --copies changed a raid1's copies, in the hand-over that
 	// follows.
 	EventCopiesChanged = "array_copies_changed"
+	// EventMembersAppended: uraid grow --add appended members to a linear array, in the
+	// hand-over that follows.
+	EventMembersAppended = "array_members_appended"
 	// EventWatching opens every watcher's stream: what the array is doing as it starts to watch.
 	EventWatching = "watching"
 )

@@ -8,7 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"uraid/array"
 )
+
+// change is a change to the array that a hand-over makes, in the quiet moment when nothing is in
+// flight, so that the successor assembles the array as it is now.
+type change interface {
+	// check makes every check of the change and writes nothing; a refusal leaves the array
+	// serving.
+	check(a *array.Array) error
+	// commit makes the change, once the members are marked clean, and records what the
+	// successor is to assemble.
+	commit(s *served) error
+}
 
 // drainTimeout bounds a hand-over's wait for the requests the array holds to finish.
 const drainTimeout = time.Minute
@@ -23,10 +36,10 @@ var ErrRestartMe = errors.New("device handed over: the supervisor starts the suc
 // device's queues close without a stop, so the kernel quiesces it, and the requests that arrived
 // meanwhile are reissued to the successor. Without reissue they would fail instead, so it is
 // refused. It reports whether it left the device (an error with false: the array serves on).
-// A change of copies (copies, nil for none) is checked once the array is drained, a refusal
+// A change (of copies, of members; nil for none) is checked once the array is drained, a refusal
 // leaving it serving, and committed once the members are clean: the successor assembles
 // the array as the change left it. A commit that fails still hands over, with its error.
-func (s *served) handover(copies *copiesJob) (left bool, err error) {
+func (s *served) handover(c change) (left bool, err error) {
 	a := s.a
 	if !s.flags.Reissue() {
 		return false, fmt.Errorf("array %s: its device %s was created without user recovery reissue (UBLK_F_USER_RECOVERY_REISSUE), so a hand-over would fail the requests that arrive meanwhile; stop the array (once unmounted) and assemble it again instead",
@@ -43,8 +56,8 @@ func (s *served) handover(copies *copiesJob) (left bool, err error) {
 		s.dev.EndDrain()
 		return false, fmt.Errorf("array %s: hand over: flush members: %w", a.Name, err)
 	}
-	if copies != nil {
-		if err := a.CheckCopies(copies.req.Copies, copies.req.Add, copies.req.Force); err != nil {
+	if c != nil {
+		if err := c.check(a); err != nil {
 			s.dev.EndDrain()
 			return false, err
 		}
@@ -64,8 +77,8 @@ func (s *served) handover(copies *copiesJob) (left bool, err error) {
 		s.log.Warn("hand over: members not marked clean", "err", err)
 	}
 	var changed error
-	if copies != nil {
-		changed = copies.commit(s)
+	if c != nil {
+		changed = c.commit(s)
 	}
 	s.event(EventHandedOver, "drained and flushed: the device is left to a successor")
 	// From here the successor may start: it waits for this process to end.

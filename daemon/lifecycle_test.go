@@ -108,10 +108,16 @@ type lifecycle struct {
 
 func startLifecycle(t *testing.T, dev *fakeDevice, cfg Config) *lifecycle {
 	t.Helper()
+	return startLifecycleOf(t, dev, cfg, mapping.RAID1)
+}
+
+// startLifecycleOf is startLifecycle with an array of two members at level.
+func startLifecycleOf(t *testing.T, dev *fakeDevice, cfg Config, level mapping.Level) *lifecycle {
+	t.Helper()
 	useRunDir(t)
 	dir := t.TempDir()
 	paths := []string{filepath.Join(dir, "m0"), filepath.Join(dir, "m1")}
-	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "life", Level: mapping.RAID1, Size: 8 << 20, Members: paths})
+	ms, sbs, err := raid.Create(raid.CreateOptions{Name: "life", Level: level, Size: 8 << 20, Members: paths})
 	require.NoError(t, err)
 	cfg.Options = array.Options{Queues: 1, Depth: 4, Log: cfg.Log}
 	a, err := array.NewArray(ms, sbs, cfg.Options)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"time"
@@ -103,6 +104,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		return fmt.Errorf("array %s: mark members in use: %w", name, err)
 	}
 	var dev device
+	sizeNote := ""
 	if takeover {
 		d, err := ublk.NewRecovery(a, rec.DeviceID, ublk.Options{Queues: opts.Queues, Depth: opts.Depth,
 			BeforeEndRecovery: func() { pauseAt(log, name, pauseFetching) }})
@@ -117,6 +119,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 		}
 		dev = d
 		log.Info("took over the device", "device", rec.Device, "predecessor", lastExit)
+		sizeNote = growTakenOver(log, d, a, rec.Device)
 	} else {
 		uo, err := deviceOptions(opts)
 		if err != nil {
@@ -136,7 +139,7 @@ func Recover(name string, cfg Config, n *Notifier, onReady func(device string)) 
 	}
 	s := newServed(a, dev, &rec, cfg)
 	if takeover {
-		s.started = array.Event{Type: EventRecovered, Message: fmt.Sprintf("took over %s (%s)", rec.Device, lastExit)}
+		s.started = array.Event{Type: EventRecovered, Message: fmt.Sprintf("took over %s (%s)%s", rec.Device, lastExit, sizeNote)}
 	} else {
 		s.started = array.Event{Type: EventRecreated, Message: fmt.Sprintf("%s was gone (%s); created it again", rec.Device, lastExit)}
 	}
@@ -253,4 +256,22 @@ func leftDeviceError(name string, rec *Record, info ublk.DeviceInfo) error {
 	}
 	return fmt.Errorf("array %s: its daemon (pid %d) %s, and its device %s %s; take it over with uraid recover %s, or remove it with uraid stop %s once nothing uses it",
 		name, rec.PID, rec.deathNote(), rec.Device, what, name, name)
+}
+
+// growTakenOver tells the kernel the array's size when the device taken over is smaller: the
+// array grew in the hand-over (members appended, uraid grow --add) or while the kernel could not
+// follow. A kernel without UPDATE_SIZE (before 6.16) keeps the device's size until it is made
+// again; the note says so, for the started event.
+func growTakenOver(log *slog.Logger, d *ublk.Device, a *array.Array, path string) string {
+	have, want := d.KernelSize(), a.Map().Size()
+	if have >= want {
+		return ""
+	}
+	if err := d.UpdateSize(want); err != nil {
+		log.Warn("the device keeps the array's old size", "device", path, "device_size", have, "array_size", want, "err", err)
+		return fmt.Sprintf("; %s keeps %d bytes, the array has %d: %v (unmount it, uraid stop %s, uraid assemble --scan %s)",
+			path, have, want, err, a.Name, a.Name)
+	}
+	log.Info("the device grew to the array's size", "device", path, "old_size", have, "new_size", want)
+	return fmt.Sprintf("; %s grew from %d to %d bytes", path, have, want)
 }

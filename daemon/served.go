@@ -71,8 +71,8 @@ type served struct {
 // request is a stop or a hand-over asked through the control socket.
 type request struct {
 	handover bool
-	// copies, with handover, changes the array's copies in the hand-over.
-	copies *copiesJob
+	// change, with handover, changes the array in the hand-over (its copies, its members).
+	change change
 	reply  chan error
 }
 
@@ -176,7 +176,7 @@ func (s *served) loop(sigs <-chan os.Signal, n *Notifier) error {
 			sdNotify("STATUS=" + err.Error())
 		case r := <-s.requests:
 			if r.handover {
-				left, err := s.handover(r.copies)
+				left, err := s.handover(r.change)
 				r.reply <- err
 				if left {
 					n.Stopping()

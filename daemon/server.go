@@ -99,6 +99,7 @@ func (s *Server) Serve(a Array, reg prometheus.Gatherer, hooks bool) {
 	serveMembers(mux, a)
 	serveGrow(mux, a)
 	serveCopies(mux, a)
+	serveAppend(mux, a)
 	if hooks {
 		mux.HandleFunc("POST /debug/fail-queue", action(a.FailQueue))
 	}

@@ -47,6 +47,11 @@ type Assembly struct {
 	// finished replace, a replacement let go. They take no part, as a
 	// stale member does, but are not what makes the array degraded.
 	Superseded []MemberSB
+	// NotMembers lists the given devices of a linear array prepared for an
+	// append that the newest superblock does not count (its commit was cut
+	// short, or the array ran on without them): they hold nothing of the
+	// array and take no part.
+	NotMembers []MemberSB
 }
 
 // Degraded reports whether some slot has no current member.
@@ -102,7 +107,10 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	group := majorityArray(members)
 	newest := group[0]
 	for _, m := range group[1:] {
-		if m.SB.Events > newest.SB.Events {
+		// On a tie a linear array's superblock of fewer members wins: a device prepared for an
+		// append carries the events of the update before the commit that would count it.
+		if m.SB.Events > newest.SB.Events || m.SB.Events == newest.SB.Events && m.SB.Level == mapping.Linear &&
+			m.SB.Members < newest.SB.Members {
 			newest = m
 		}
 	}
@@ -114,13 +122,18 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 				m.Path, ErrForeignMember, m.SB.Name, m.SB.ArrayUUID, ref.Name, ref.ArrayUUID, memberPaths(group)))
 		}
 	}
+	var notMembers []MemberSB
 	for _, m := range group {
+		if AppendedPastEnd(m.SB, ref) {
+			notMembers = append(notMembers, m)
+			continue
+		}
 		d := assemblyGeometryDiff(m.SB, ref)
-		if (d == geoDataSize || d == geoMembers && (ref.Level == mapping.RAID1 || m.SB.Members < ref.Members)) && m.SB.Events < ref.Events {
+		if (d == geoDataSize || d == geoMembers && (ref.Level == mapping.RAID1 || ref.Level == mapping.Linear || m.SB.Members < ref.Members)) && m.SB.Events < ref.Events {
 			// A device that left before the array grew (or shrank), before a raid1 gained or
-			// dropped a copy, or before a reshape gave the array more members (reshape.go),
-			// carries the geometry of its time: it is stale or superseded by its events, below,
-			// not of another geometry.
+			// dropped a copy, before a reshape gave the array more members (reshape.go), or a
+			// linear member one update behind an append, carries the geometry of its time: it is
+			// stale or superseded by its events, below, not of another geometry.
 			continue
 		}
 		if d != "" {
@@ -132,6 +145,9 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 	slots := make([][]MemberSB, ref.Members)
 	var spares []MemberSB
 	for _, m := range group {
+		if slices.ContainsFunc(notMembers, func(n MemberSB) bool { return n.Path == m.Path }) {
+			continue
+		}
 		if m.SB.Role == RoleSpare {
 			spares = append(spares, m)
 			continue
@@ -175,7 +191,7 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 		return nil, fmt.Errorf("assemble array %q: %w", ref.Name, errors.Join(errs...))
 	}
 
-	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members), Spares: spares, Superseded: superseded}
+	a := &Assembly{Newest: *ref, Members: make([]MemberSB, ref.Members), Spares: spares, Superseded: superseded, NotMembers: notMembers}
 	for _, m := range replacing {
 		if m.SB.Events >= ref.Events { // a stale replacement starts over as a spare would
 			a.Replacing = append(a.Replacing, m)

@@ -560,3 +560,70 @@ func TestCheckAssemblyCopiesChanged(t *testing.T) {
 		require.ErrorIs(t, err, ErrGeometryMismatch, "more members than the newest: no reshape leaves that")
 	})
 }
+
+// A linear array appended to: a device prepared for the append (a slot past the count, the old
+// events) is not a member until an old member commits, whichever order the devices come in; once
+// one has, the members that missed the commit are one update behind and current.
+func TestCheckAssemblyAppended(t *testing.T) {
+	linear := func(sb *Superblock) {
+		sb.Level, sb.Layout, sb.ChunkSize, sb.Events = mapping.Linear, mapping.NoLayout, 0, 10
+	}
+	// Three devices; the third is the one appended.
+	setup := func() []MemberSB {
+		ms := testArray(t, 3, linear)
+		for i, m := range ms {
+			m.SB.MemberUUID[0] = byte(i + 1) // in the tag
+		}
+		tags := []uint64{ms[0].SB.MemberUUID.Tag(), ms[1].SB.MemberUUID.Tag(), ms[2].SB.MemberUUID.Tag()}
+		for _, m := range ms[:2] {
+			m.SB.Members, m.SB.Slots = 2, tags[:2]
+		}
+		ms[2].SB.Slots = tags
+		return ms
+	}
+	commit := func(m MemberSB, tags []uint64) { m.SB.Members, m.SB.Events, m.SB.Slots = 3, 11, tags }
+
+	t.Run("not committed", func(t *testing.T) {
+		ms := setup()
+		for _, order := range [][]MemberSB{{ms[2], ms[0], ms[1]}, {ms[0], ms[2], ms[1]}, {ms[0], ms[1], ms[2]}} {
+			a, err := CheckAssembly(order)
+			require.NoError(t, err)
+			assert.Equal(t, uint32(2), a.Newest.Members, "the tie goes to the fewer members")
+			assert.Equal(t, ms[:2], a.Members)
+			assert.Equal(t, []MemberSB{ms[2]}, a.NotMembers)
+		}
+	})
+	t.Run("ran on without it", func(t *testing.T) {
+		ms := setup()
+		ms[0].SB.Events, ms[1].SB.Events = 13, 13
+		a, err := CheckAssembly([]MemberSB{ms[2], ms[1], ms[0]})
+		require.NoError(t, err)
+		assert.Equal(t, ms[:2], a.Members)
+		assert.Equal(t, []MemberSB{ms[2]}, a.NotMembers)
+	})
+	t.Run("commit torn", func(t *testing.T) {
+		ms := setup()
+		commit(ms[1], ms[2].SB.Slots)
+		a, err := CheckAssembly([]MemberSB{ms[2], ms[0], ms[1]})
+		require.NoError(t, err)
+		assert.Equal(t, uint32(3), a.Newest.Members)
+		assert.Equal(t, ms, a.Members, "one update behind and named in the newest table: current")
+		assert.Empty(t, a.NotMembers)
+	})
+	t.Run("committed, the new device missing", func(t *testing.T) {
+		ms := setup()
+		commit(ms[0], ms[2].SB.Slots)
+		commit(ms[1], ms[2].SB.Slots)
+		a, err := CheckAssembly(ms[:2])
+		require.ErrorIs(t, err, ErrMissingMember)
+		assert.Contains(t, err.Error(), "no redundancy")
+		assert.Equal(t, []uint32{2}, a.Missing)
+	})
+	t.Run("not linear", func(t *testing.T) {
+		ms := testArray(t, 3, func(sb *Superblock) { sb.Level, sb.Layout, sb.ChunkSize = mapping.RAID0, mapping.NoLayout, 64<<10 })
+		ms[0].SB.Members, ms[1].SB.Members = 2, 2
+		ms[0].SB.Index, ms[1].SB.Index = 0, 1
+		_, err := CheckAssembly(ms)
+		require.ErrorIs(t, err, ErrGeometryMismatch, "only a linear array appends")
+	})
+}

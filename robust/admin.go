@@ -54,6 +54,10 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 	if m != moodStorm {
 		w.logf("%s", moodNames[m])
 	}
+	if !w.cfg.Level.Redundant() {
+		w.adminLinear(rng, stop)
+		return
+	}
 	if m == moodHeal {
 		w.heal(rng, stop)
 		return
@@ -619,7 +623,7 @@ func (w *world) verify() {
 	w.a.WaitSync()
 	w.stats.SyncWait += time.Since(start)
 	st := w.a.Status("", 0)
-	if st.Regions == nil || st.Regions.NeedResync > 0 || st.State != array.StateNameActive && st.State != array.StateNameClean {
+	if w.cfg.Level.Redundant() && (st.Regions == nil || st.Regions.NeedResync > 0) || st.State != array.StateNameActive && st.State != array.StateNameClean {
 		return // degraded, or copies left to resync: they may differ yet
 	}
 	for _, m := range st.Members {
@@ -830,4 +834,90 @@ func (w *world) setCopies(n int, add []string, force bool) {
 	w.stats.CopiesChanges++
 	w.logf("copies changed from %d to %d (spares %v, slots dropped %v): %v", p.Old, p.New, p.Spares, p.Dropped, err)
 	w.recordMembers(w.a)
+}
+
+// adminLinear is the operator of an array without redundancy (linear): no member errors, fails,
+// adds, replaces or sync jobs, which have no copy to heal from. An epoch either runs its share
+// (and ends as it draws), or has a power loss armed at a disk step (a superblock, data or flush
+// of the members), or is cut or killed at a random moment. Its membership changes at clean stops
+// (appendMember).
+func (w *world) adminLinear(rng *rand.Rand, stop <-chan struct{}) {
+	p := rng.IntN(100)
+	switch {
+	case p < 55:
+		return
+	case p < 75:
+		w.armPowerLoss(rng, []string{"superblock-write", "data-write", "disk-flush"}[rng.IntN(3)], 1+rng.IntN(30))
+		return
+	}
+	select {
+	case <-stop:
+		return
+	case <-time.After(time.Duration(rng.IntN(1000)) * time.Millisecond):
+	}
+	if p < 88 {
+		w.cut(endPowerLoss, "at a random moment")
+	} else {
+		w.cut(endKill, "at a random moment")
+	}
+}
+
+// appendFailpoints are an append's, one before each of its writes.
+var appendFailpoints = []string{array.FailpointAppendTrim, array.FailpointAppendMember, array.FailpointAppendCommit, array.FailpointAppendSettle}
+
+// appendMember, at every clean stop of a linear array while a disk is free, appends a disk that
+// is not in it as uraid grow --add does in a daemon's hand-over (the members marked clean, nothing
+// in flight; the record names the new member just before the commit). A third of them cut the
+// power at one of the append's writes: two in three before the n-th superblock write (the new
+// disk's, each old member's, the new disk's again), the others at one of its failpoints. The
+// array assembled next must be the old one or the longer one, with every acknowledged write.
+func (w *world) appendMember() {
+	sb := w.a.Superblock()
+	if sb.Level != mapping.Linear || w.failed() {
+		return
+	}
+	w.recordMu.Lock()
+	record := slices.Clone(w.record)
+	w.recordMu.Unlock()
+	var free []string
+	for _, d := range w.disks {
+		if !slices.Contains(record, w.path(d)) {
+			free = append(free, d)
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	d := free[w.rng.IntN(len(free))]
+	if w.rng.IntN(3) == 0 {
+		if w.rng.IntN(3) != 0 {
+			m, _ := w.diskStep("superblock-write")
+			k := 1 + w.rng.IntN(int(sb.Members)+2)
+			w.fs.Arm(simdisk.Rule{Match: m, N: k, Cut: true, Why: "at a superblock write of an append"})
+			w.logf("power loss armed at the %d-th superblock write of the append", k)
+		} else {
+			fp := &fpCrash{name: appendFailpoints[w.rng.IntN(len(appendFailpoints))], delay: time.Duration(w.rng.IntN(2000)) * time.Microsecond}
+			fp.n.Store(1)
+			w.fpArm.Store(fp)
+			w.logf("power loss armed at failpoint %s", fp.name)
+		}
+	}
+	p, err := w.a.Append(array.AppendOptions{Add: []string{w.path(d)}, BeforeCommit: func(members []string) error {
+		if w.crashedNow() {
+			return errors.New("the power is cut: no daemon records anything")
+		}
+		w.recordMu.Lock()
+		w.record = slices.Clone(members)
+		w.recordMu.Unlock()
+		return nil
+	}})
+	w.fs.Disarm()
+	w.fpArm.Store(nil)
+	w.crashedNow() // notes a cut
+	if err != nil && !p.Committed {
+		w.logf("%s not appended: %v", d, firstLine(err))
+		return
+	}
+	w.stats.Appends++
+	w.logf("%s appended: %d members (was %d), %d bytes (was %d): %v", d, p.NewMembers, p.OldMembers, p.NewSize, p.OldSize, err)
 }

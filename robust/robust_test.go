@@ -23,14 +23,15 @@ var (
 	seedFlag     = flag.Uint64("robust.seed", 0, "the run's seed (0: from the clock; each failure prints its own)")
 	opsFlag      = flag.Int("robust.ops", 0, "requests per layout (0: the bounded default, or -robust.duration)")
 	durationFlag = flag.Duration("robust.duration", 0, "wall time per layout (0: bounded by requests)")
-	layoutFlag   = flag.String("robust.layout", "", "one layout: raid1, raid10-near, raid10-far, raid10-offset (default: each)")
+	layoutFlag   = flag.String("robust.layout", "", "one layout: raid1, raid10-near, raid10-far, raid10-offset, linear (default: each)")
 	verboseFlag  = flag.Bool("robust.v", false, "log every step")
 	deadlineFlag = flag.Duration("robust.deadline", 20*time.Minute, "the whole run's limit: past it the disks are aborted and the run fails")
 	moodsFlag    = flag.String("robust.moods", "", "the epochs' moods by weight, storm,calm,healing (default 2,1,2)")
 	plantFlag    = flag.String("robust.plant", "", "TestPlanted: only these defects (comma-separated; default: every one)")
 )
 
-// layouts are the redundant layouts the harness runs, each with its own share of the run.
+// layouts are the layouts the harness runs, each with its own share of the run: the redundant
+// ones, and linear.
 var layouts = []struct {
 	name string
 	cfg  Config
@@ -39,6 +40,10 @@ var layouts = []struct {
 	{"raid1", Config{Level: mapping.RAID1, Members: 2}},
 	{"raid10-far", Config{Level: mapping.RAID10, Layout: mapping.Far2, Members: 3, Chunk: 16 << 10}},
 	{"raid10-offset", Config{Level: mapping.RAID10, Layout: mapping.Offset2, Members: 4, Chunk: 64 << 10}},
+	// Not redundant: no member errors, fails, adds, replaces or sync jobs (a linear array has no
+	// copy to rebuild from or compare with), only the workload, crashes, power cuts and clean
+	// stops, some of which append a member.
+	{"linear", Config{Level: mapping.Linear, Members: 2}},
 }
 
 // logPath is where the array's own messages go during the run: the harness makes thousands.
@@ -85,7 +90,7 @@ func replay(layout string, seed uint64, ops int, d time.Duration) string {
 	return fmt.Sprintf("go test ./robust -run 'TestRobustness/%s$' -robust.seed=%d %s -robust.v", layout, seed, bound)
 }
 
-// TestRobustness runs the harness over each redundant layout: a random workload, membership
+// TestRobustness runs the harness over each layout, the redundant ones and linear: a random workload, membership
 // changes, member errors, power losses, kills and clean stops, with every copy read back and the
 // history checked for linearizability.
 func TestRobustness(t *testing.T) {
@@ -123,7 +128,11 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back that the harness must find.
-var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot", "growtrim", "resyncend", "copiesfill", "copieswhole", "copiesslot"}
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot", "growtrim", "resyncend", "copiesfill", "copieswhole", "copiesslot", "appendorder"}
+
+// linearPlanted are the planted defects of the linear layout's paths (appends): TestPlanted runs
+// them on it alone, and the others on the redundant layouts alone.
+var linearPlanted = []string{"appendorder"}
 
 // unreached are the planted defects the harness is not known to reach: TestPlanted tries them
 // only when -robust.plant names them; each has its regression test in package array. claim needs
@@ -172,7 +181,7 @@ func TestPlanted(t *testing.T) {
 			spent := 0
 			for seed := first; spent < budget; seed++ {
 				for _, l := range layouts {
-					if *layoutFlag != "" && l.name != *layoutFlag {
+					if *layoutFlag != "" && l.name != *layoutFlag || slices.Contains(linearPlanted, bug) != (l.cfg.Level == mapping.Linear) {
 						continue
 					}
 					cfg := l.cfg

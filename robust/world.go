@@ -52,7 +52,7 @@ type Stats struct {
 	Moods                                      [4]int // epochs of each mood: storm, calm, heal, checkpoint
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
-	Grows, CopiesChanges                       int
+	Grows, CopiesChanges, Appends                int
 	Reshapes                                   int // of a raid10 by a member, at clean stops (reshape.go)
 	Checks, Verified, CopyReads                int
 	// SyncWait is the time spent waiting for sync jobs to end (verify) or a rebuild to finish
@@ -63,9 +63,9 @@ type Stats struct {
 
 func (s Stats) String() string {
 	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing, %d checkpoint): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
-		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d changes of copies, %d reshapes, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
+		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d changes of copies, %d appends, %d reshapes, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
 		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.Moods[3], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
-		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.CopiesChanges, s.Reshapes, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
+		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.CopiesChanges, s.Appends, s.Reshapes, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
 // Failure is what a run found.
@@ -86,6 +86,10 @@ func (f *Failure) Error() string {
 }
 
 const dataDisk = "m"
+
+// linearRegion is the workload's region (its live and free halves, its sweeps) on an array
+// without a region map (linear).
+const linearRegion = 1 << 20
 
 // world is a run in progress.
 type world struct {
@@ -298,7 +302,10 @@ func (w *world) run() error {
 	}
 	w.dataOff = int64(a.Superblock().DataOffset)
 	w.blocks.Store(a.Map().Size() / Block)
-	w.regionBytes = a.Status("", 0).Regions.RegionBytes
+	w.regionBytes = linearRegion // the workload's regions, where the array has no map
+	if rc := a.Status("", 0).Regions; rc != nil {
+		w.regionBytes = rc.RegionBytes
+	}
 	// The hot blocks lie in half of the regions, as a filesystem's busy metadata and files do:
 	// the others are written seldom, so a sweep leaves them trimmed for a while, and the healing
 	// paths meet trimmed regions as they would on a real array.
@@ -362,7 +369,11 @@ func (w *world) serve(a *array.Array, unclean bool) error {
 	w.dataEnd = w.dataOff + int64(a.Superblock().DataSize)
 	w.a = a
 	st := a.Status("", 0)
-	w.logf("epoch %d serves %v; regions %+v; map idle %v", w.stats.Epochs, st.InService(), *st.Regions, w.mapIdle)
+	regions := "none"
+	if st.Regions != nil {
+		regions = fmt.Sprintf("%+v", *st.Regions)
+	}
+	w.logf("epoch %d serves %v, %d bytes; regions %s; map idle %v", w.stats.Epochs, st.InService(), a.Map().Size(), regions, w.mapIdle)
 	a.OnMembershipChange(func() { w.recordMembers(a) })
 	w.recordMembers(a)
 	if err := a.MarkDirty(); err != nil {
@@ -572,6 +583,7 @@ func (w *world) restart(e ending) error {
 			w.logf("mark clean: %v", err)
 		}
 		w.changeCopies()
+		w.appendMember()
 	}
 	w.a.Close()
 	w.fs.Resume() // the successor starts: only now may it open the disks

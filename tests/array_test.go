@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,15 +67,54 @@ const commandTimeout = 10 * time.Minute
 // return anyway, so that the test fails, its cleanups recover or stop the device, and the stuck
 // process then ends.
 func boundedCommand(name string, args ...string) (cmd *exec.Cmd, done func(error) error) {
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	return boundedWithin(commandTimeout, name, args...)
+}
+
+// errUnfinished marks the error of a bounded command killed for its bound.
+var errUnfinished = errors.New("did not finish")
+
+// boundedWithin is boundedCommand with its own bound.
+func boundedWithin(limit time.Duration, name string, args ...string) (cmd *exec.Cmd, done func(error) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	cmd = exec.CommandContext(ctx, name, args...)
 	cmd.WaitDelay = 5 * time.Second
 	return cmd, func(err error) error {
 		defer cancel()
 		if err != nil && ctx.Err() != nil {
-			return fmt.Errorf("%s %s did not finish in %v: %w", name, strings.Join(args, " "), commandTimeout, err)
+			return fmt.Errorf("%s %s %w in %v: %w", name, strings.Join(args, " "), errUnfinished, limit, err)
 		}
 		return err
+	}
+}
+
+// cleanupTimeout bounds a cleanup's command: above a stop's drain of its TRIMs (up to five
+// minutes), far below the suite's time limit.
+const cleanupTimeout = 6 * time.Minute
+
+// cleanupRun runs a cleanup's command (an umount, a stop, a recover), bounded as boundedCommand's
+// are: a cleanup of a test that failed may meet a device nobody serves, where an umount or a stop
+// never returns, and must fail that test alone instead of the suite. Its error is the cleanup's
+// to ignore.
+func cleanupRun(name string, args ...string) { _ = cleanupWithin(cleanupTimeout, name, args...) }
+
+// cleanupWithin runs a cleanup's command within limit, says so on stderr when it did not finish,
+// and returns its error.
+func cleanupWithin(limit time.Duration, name string, args ...string) error {
+	cmd, done := boundedWithin(limit, name, args...)
+	err := done(cmd.Run())
+	if errors.Is(err, errUnfinished) {
+		fmt.Fprintf(os.Stderr, "cleanup: %v\n", err)
+	}
+	return err
+}
+
+// cleanupUnmount unmounts path for a cleanup. An umount of a filesystem on a device nobody serves
+// never returns (it waits for its I/O): after a minute it is left to itself and the mount is
+// detached (umount -l), so that the test's TempDir cleanup, which removes the mount point's
+// contents, finds it empty instead of waiting on the same I/O for good.
+func cleanupUnmount(path string) {
+	if err := cleanupWithin(time.Minute, "umount", path); errors.Is(err, errUnfinished) {
+		cleanupRun("umount", "-l", path)
 	}
 }
 
@@ -108,7 +148,7 @@ func memberSet(t *testing.T, kind string, n int, size int64) (members, backing [
 			continue
 		}
 		dev := strings.TrimSpace(sh(t, "losetup", "--find", "--show", f))
-		t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
+		t.Cleanup(func() { cleanupRun("losetup", "-d", dev) })
 		members = append(members, dev)
 	}
 	return members, backing
@@ -163,8 +203,8 @@ func arrayLifecycle(t *testing.T, kind, level, mode string) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			exec.Command("umount", "-l", dev).Run()
-			exec.Command(uraidBin(t), "stop", name).Run()
+			cleanupRun("umount", "-l", dev)
+			cleanupRun(uraidBin(t), "stop", name)
 		}
 	})
 
@@ -234,7 +274,7 @@ func TestE2EArrayRefusals(t *testing.T) {
 	sh(t, "mkfs.ext4", "-q", "-F", members[0])
 	mnt := t.TempDir()
 	sh(t, "mount", members[0], mnt)
-	t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+	t.Cleanup(func() { cleanupUnmount(mnt) })
 
 	// members[0] is left out: its mounted filesystem writes to it on its own.
 	snap := func() []string {
@@ -251,7 +291,7 @@ func TestE2EArrayRefusals(t *testing.T) {
 	assert.Equal(t, before, snap())
 
 	dev := strings.TrimSpace(uraid(t, "create", "busy", "--level", "1", members[1], members[2]))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", "busy").Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", "busy") })
 	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"))
 	before = snap()
 	out, err = uraidCode(t, "create", "bad2", "--level", "0", "--force", members[2], members[1])

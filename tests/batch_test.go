@@ -2,7 +2,6 @@ package tests
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -62,7 +61,7 @@ func TestE2EUblkBatchIOFioVerify(t *testing.T) {
 			path := backingFile(t)
 			if r.kind == "loop" {
 				path = strings.TrimSpace(sh(t, "losetup", "--find", "--show", path))
-				t.Cleanup(func() { _ = exec.Command("losetup", "-d", path).Run() })
+				t.Cleanup(func() { cleanupRun("losetup", "-d", path) })
 			}
 			srv := startUblkServer(t, path, "-zerocopy", r.zc, "-batchio", r.batch, "-depth", r.depth, "-queues", "2")
 			checkBatchIO(t, r.batch, srv.BatchIO.On, srv.BatchIO.Reason)

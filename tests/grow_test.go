@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,8 +40,8 @@ func TestE2EGrow(t *testing.T) {
 				t.Logf("daemon log of %s:\n%s", r.name, b)
 			}
 		}
-		exec.Command("umount", r.mnt).Run()
-		exec.Command(uraidBin(t), "stop", r.name).Run()
+		cleanupUnmount(r.mnt)
+		cleanupRun(uraidBin(t), "stop", r.name)
 	})
 	oldSize := deviceBytes(t, r.dev)
 	sh(t, "mkfs.ext4", "-q", "-F", r.dev)
@@ -131,7 +130,7 @@ func TestE2EGrowCopies(t *testing.T) {
 	members, _ := memberSet(t, "loop", 3, 64<<20)
 	name := "copies1"
 	dev := strings.TrimSpace(uraid(t, "create", name, "--level", "1", members[0], members[1]))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	pid := arrayDetail(t, name).PID
 	fio := testCommand(t, "fio", fioVerifyJob(dev, "48M")...)
 	out := &strings.Builder{}
@@ -181,4 +180,91 @@ func TestE2EGrowCopies(t *testing.T) {
 	uraid(t, "fail", name, members[2])
 	vout = sh(t, "fio", fioVerifyJob(dev, "48M", "--verify_only")...)
 	assert.Contains(t, vout, "err= 0", vout)
+}
+
+// TestE2EGrowAppend is a linear array that outgrows its one disk: ext4 mounted on a linear array
+// of one loop device, files on it, grow --add a second. The daemon hands the device over with the
+// member appended and its successor serves both; on Linux 6.16 and later it grows the device at
+// once and resize2fs grows the mounted filesystem; on older kernels grow says the device keeps its
+// size until it is made again, and the documented path (unmount, stop, assemble) shows the new
+// size. Every file verifies, the new space takes data, and e2fsck is clean.
+func TestE2EGrowAppend(t *testing.T) {
+	needGuest(t)
+	uraidBin(t)
+	start := time.Now()
+	members, _ := memberSet(t, "loop", 2, 96<<20)
+	name, mnt := "append1", t.TempDir()
+	dev := strings.TrimSpace(uraid(t, "create", name, "--level", "linear", members[0]))
+	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"), "create printed %q", dev)
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(daemon.LogPath(name)); err == nil {
+				t.Logf("daemon log of %s:\n%s", name, b)
+			}
+		}
+		cleanupUnmount(mnt)
+		cleanupRun(uraidBin(t), "stop", name)
+	})
+	pid := arrayDetail(t, name).PID
+	oldSize := deviceBytes(t, dev)
+	sh(t, "mkfs.ext4", "-q", "-F", dev)
+	sh(t, "mount", "-o", "discard", dev, mnt)
+	sums := map[string]string{}
+	for i := range 8 {
+		p := filepath.Join(mnt, fmt.Sprintf("file%d", i))
+		sums[p] = writeRandomFile(t, p, 8<<20)
+	}
+
+	out := uraid(t, "grow", name, "--add", members[1], "--json")
+	var res daemon.AppendResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	t.Logf("grow --add: %+v", res)
+	assert.Equal(t, 1, res.OldMembers)
+	assert.Equal(t, 2, res.NewMembers)
+	assert.Equal(t, []string{members[1]}, res.Added)
+	assert.Equal(t, oldSize, res.OldSize)
+	assert.Equal(t, 2*oldSize, res.NewSize, "the array grows by the member's data size")
+	assert.Equal(t, dev, res.Device)
+	if b, err := os.ReadFile(daemon.LogPath(name)); assert.NoError(t, err) {
+		assert.Contains(t, string(b), "event=array_members_appended", "the append is an event, logged before the hand-over")
+	}
+	st := arrayDetail(t, name)
+	assert.NotEqual(t, pid, st.PID, "a new daemon serves the device")
+	require.Len(t, st.Members, 2)
+	assert.Equal(t, members[1], st.Members[1].Path)
+	assert.Equal(t, "active", st.Members[1].State)
+	assert.Equal(t, res.NewSize, st.SizeBytes)
+
+	major, minor, _ := parseRelease(kernelRelease(t))
+	if major > 6 || major == 6 && minor >= 16 {
+		require.True(t, res.DeviceGrown, "Linux %d.%d resizes a live ublk device: %+v", major, minor, res)
+		assert.Equal(t, res.NewSize, res.DeviceSize)
+		assert.Equal(t, res.NewSize, deviceBytes(t, dev), "the device grew without a stop")
+		sh(t, "resize2fs", dev) // online, mounted
+	} else {
+		require.False(t, res.DeviceGrown, "%+v", res)
+		assert.Contains(t, res.Note, "uraid stop "+name)
+		assert.Equal(t, oldSize, deviceBytes(t, dev), "the device keeps its size until it is made again")
+		// The documented path: unmount, stop, assemble, mount, resize2fs.
+		sh(t, "umount", mnt)
+		uraid(t, "stop", name)
+		dev = strings.TrimSpace(uraid(t, "assemble", name, members[0], members[1]))
+		assert.Equal(t, res.NewSize, deviceBytes(t, dev))
+		sh(t, "mount", "-o", "discard", dev, mnt)
+		sh(t, "resize2fs", dev)
+	}
+	fsBlocks := strings.TrimSpace(sh(t, "stat", "-f", "-c", "%b %S", mnt))
+	var blocks, bs int64
+	_, err := fmt.Sscan(fsBlocks, &blocks, &bs)
+	require.NoError(t, err)
+	assert.Greater(t, blocks*bs, oldSize, "the filesystem grew past the old array: %s", fsBlocks)
+	// The new space, on the new member, takes data.
+	sums[filepath.Join(mnt, "after")] = writeRandomFile(t, filepath.Join(mnt, "after"), 96<<20)
+	dropCaches(t)
+	for p, want := range sums {
+		assert.Equal(t, want, fileSum(t, p), p)
+	}
+	sh(t, "umount", mnt)
+	sh(t, "e2fsck", "-f", "-n", dev)
+	t.Logf("linear append on Linux %s took %s", kernelRelease(t), time.Since(start).Round(time.Millisecond))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -34,7 +33,7 @@ func TestE2ERebuildTrimRace(t *testing.T) {
 	members, _ := memberSet(t, "loop", 4, 64<<20)
 	name := "healrace"
 	dev := strings.TrimSpace(uraid(t, append([]string{"create", name, "--level", "10", "--discard", "async"}, members...)...))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	uraid(t, "fail", name, members[1])
 	uraid(t, "remove", name, members[1])
 	fresh, _ := memberSet(t, "loop", 1, 64<<20)
@@ -60,7 +59,7 @@ func TestE2ERefusedFailUnderLoad(t *testing.T) {
 	members, _ := memberSet(t, "loop", 4, 64<<20)
 	name := "healrefuse"
 	dev := strings.TrimSpace(uraid(t, append([]string{"create", name, "--level", "10"}, members...)...))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	uraid(t, "fail", name, members[1])
 	fio := testCommand(t, "fio", fioVerifyJob(dev, "100M", "--loops=3")...)
 	out := &strings.Builder{}
@@ -109,7 +108,7 @@ func TestE2EAssembleRefusesShortMember(t *testing.T) {
 	require.NoError(t, os.Truncate(members[1], 48<<20))
 	before := []string{fileDigest(t, members[0]), fileDigest(t, members[1])}
 	out, err := uraidCode(t, append([]string{"assemble", name}, members...)...)
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	require.Error(t, err, out)
 	assert.Contains(t, out, "too small", out)
 	assert.Contains(t, out, members[1], out)

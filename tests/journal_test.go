@@ -34,7 +34,7 @@ func startJournald(t *testing.T) {
 	// does not mount.
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		sh(t, "mount", "-t", "cgroup2", "none", "/sys/fs/cgroup")
-		t.Cleanup(func() { exec.Command("umount", "/sys/fs/cgroup").Run() })
+		t.Cleanup(func() { cleanupUnmount("/sys/fs/cgroup") })
 	}
 	require.NoError(t, os.MkdirAll("/run/systemd/system", 0o755))
 	t.Cleanup(func() { os.RemoveAll("/run/systemd/system") })
@@ -83,7 +83,7 @@ func TestE2EDaemonLogsToJournald(t *testing.T) {
 	name := "e2e-journal"
 	ms := errorableMembers(t, 2, 64<<20)
 	dev := strings.TrimSpace(uraid(t, append([]string{"create", name, "--level", "1"}, ms.paths...)...))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 
 	ms.erroring(1)
 	sh(t, "dd", "if=/dev/urandom", "of="+dev, "bs=64k", "count=16", "oflag=direct", "status=none")

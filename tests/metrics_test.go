@@ -36,8 +36,8 @@ func TestE2EMetricsAndLeftovers(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			exec.Command(uraidBin(t), "recover", "mx").Run()
-			exec.Command(uraidBin(t), "stop", "mx").Run()
+			cleanupRun(uraidBin(t), "recover", "mx")
+			cleanupRun(uraidBin(t), "stop", "mx")
 		}
 	})
 	sh(t, "dd", "if=/dev/urandom", "of="+dev, "bs=64K", "count=64", "oflag=direct", "status=none")

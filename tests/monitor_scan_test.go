@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -62,7 +61,7 @@ func TestE2EMonitorScanFollowsArraysAndPages(t *testing.T) {
 	t.Cleanup(func() {
 		for _, n := range []string{name, second} {
 			recoverIfDead(t, n)
-			exec.Command(uraidBin(t), "stop", n).Run()
+			cleanupRun(uraidBin(t), "stop", n)
 		}
 	})
 	dev := strings.TrimSpace(uraid(t, append([]string{"create", name, "--level", "1"}, ms.paths...)...))

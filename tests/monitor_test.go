@@ -114,7 +114,7 @@ func TestE2EMonitorSeesMemberFail(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			exec.Command(uraidBin(t), "stop", name).Run()
+			cleanupRun(uraidBin(t), "stop", name)
 		}
 	})
 	mon := startMonitor(t, name)

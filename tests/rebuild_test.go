@@ -182,9 +182,9 @@ func rebuildLife(t *testing.T, level string, n int) {
 				t.Logf("record of %s:\n%s", r.name, b)
 			}
 		}
-		exec.Command("umount", r.mnt).Run()
+		cleanupUnmount(r.mnt)
 		exec.Command(uraidBin(t), "recover", r.name).Run() // if a daemon was left dead
-		exec.Command(uraidBin(t), "stop", r.name).Run()
+		cleanupRun(uraidBin(t), "stop", r.name)
 	})
 	st := r.status()
 	require.Equal(t, []string{spare.path}, st.Spares)
@@ -313,14 +313,14 @@ func TestE2EMembershipRefusals(t *testing.T) {
 	members, _ := memberSet(t, "loop", 2, 32<<20)
 	name := "rbrefuse"
 	uraid(t, append([]string{"create", name, "--level", "1"}, members...)...)
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	other, _ := memberSet(t, "loop", 2, 32<<20)
 	uraid(t, append([]string{"create", name + "x", "--level", "1"}, other...)...)
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name+"x").Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name+"x") })
 	small, _ := memberSet(t, "loop", 1, 8<<20)
 	linear, _ := memberSet(t, "loop", 2, 32<<20)
 	uraid(t, append([]string{"create", name + "l", "--level", "linear"}, linear...)...)
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", name+"l").Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name+"l") })
 	spare, _ := memberSet(t, "loop", 1, 32<<20)
 	uraid(t, "add", name, spare[0]) // whole: it becomes a spare
 	before := arrayDetail(t, name)

@@ -86,8 +86,8 @@ func (r *recoveryArray) cleanup() {
 	}
 	// A quiesced device under the mount would make umount wait for ever: recover it first.
 	recoverIfDead(r.t, r.name)
-	exec.Command("umount", r.mnt).Run()
-	exec.Command(uraidBin(r.t), "stop", r.name).Run()
+	cleanupUnmount(r.mnt)
+	cleanupRun(uraidBin(r.t), "stop", r.name)
 }
 
 // status is the array's status from its daemon.
@@ -97,7 +97,7 @@ func (r *recoveryArray) status() daemon.Status { return daemonDetail(r.t, r.name
 // and remove it; an array that runs, or left no device, is left as it is.
 func recoverIfDead(t *testing.T, name string) {
 	if e := daemon.Lookup(context.Background(), name); e.Status == nil && e.Device != nil {
-		exec.Command(uraidBin(t), "recover", name).Run()
+		cleanupRun(uraidBin(t), "recover", name)
 	}
 }
 
@@ -500,8 +500,8 @@ func TestE2EStopRefusedWhileInUse(t *testing.T) {
 	dev := strings.TrimSpace(uraid(t, "create", "rs", "--level", "1", members[0], members[1]))
 	mnt := t.TempDir()
 	t.Cleanup(func() {
-		exec.Command("umount", mnt).Run()
-		exec.Command(bin, "stop", "rs").Run()
+		cleanupUnmount(mnt)
+		cleanupRun(bin, "stop", "rs")
 	})
 	sh(t, "mkfs.ext4", "-q", "-F", dev)
 	sh(t, "mount", dev, mnt)
@@ -601,7 +601,7 @@ func TestE2EOrphanWithoutRecord(t *testing.T) {
 	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
 	require.Eventually(t, func() bool { return !processAlive(st.PID) }, slow*10*time.Second, 5*time.Millisecond)
 	require.NoError(t, os.Remove(daemon.RecordPath("ro")))
-	t.Cleanup(func() { exec.Command(uraidBin(t), "stop", dev).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", dev) })
 
 	out := uraid(t, "list")
 	assert.Regexp(t, `-\s+`+dev+`\s+-\s+\S+ orphan \(no daemon, no record\): uraid stop `+dev, out)
@@ -681,8 +681,8 @@ func TestE2EInFlightWriteAcrossKill(t *testing.T) {
 			require.NoError(t, err, out)
 			dev := strings.TrimSpace(out)
 			t.Cleanup(func() {
-				exec.Command(uraidBin(t), "recover", name).Run()
-				exec.Command(uraidBin(t), "stop", name).Run()
+				cleanupRun(uraidBin(t), "recover", name)
+				cleanupRun(uraidBin(t), "stop", name)
 			})
 			st := arrayDetail(t, name)
 			info, err := ublk.Info(uint32FromDev(t, dev))
@@ -831,7 +831,7 @@ func (s *supervisor) ready() {
 				return
 			}
 		case <-time.After(slow * time.Minute):
-			s.t.Fatalf("no READY=1 from the supervised daemon; it said:\n%s", s.log.String())
+			s.t.Fatalf("no READY=1 from the supervised daemon; it said:\n%s\nublk devices:\n%s", s.log.String(), ublkDevices())
 		}
 	}
 }
@@ -852,8 +852,8 @@ func TestE2ESupervisedFailureAndRestart(t *testing.T) {
 	mnt := t.TempDir()
 	dev := arrayDetail(t, "sv").Device
 	t.Cleanup(func() {
-		exec.Command("umount", mnt).Run()
-		exec.Command(uraidBin(t), "stop", "sv").Run()
+		cleanupUnmount(mnt)
+		cleanupRun(uraidBin(t), "stop", "sv")
 	})
 	sh(t, "mkfs.ext4", "-q", "-F", dev)
 	sh(t, "mount", dev, mnt)
@@ -942,4 +942,55 @@ func stallDump(t *testing.T, what string, after time.Duration) (stop func()) {
 		done = true
 		mu.Unlock()
 	}
+}
+
+// ublkDevices describes every ublk device for a failure's log: its state, its server and whether
+// that server still runs, and every process holding its character device open. A device that
+// stays live after its server died has not been released: the holders say by whom.
+func ublkDevices() string {
+	ids, err := ublk.List()
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, id := range ids {
+		info, err := ublk.Info(id)
+		if err != nil {
+			fmt.Fprintf(&b, "  ublk %d: %v\n", id, err)
+			continue
+		}
+		_, serr := os.Stat(fmt.Sprintf("/proc/%d", info.PID))
+		fmt.Fprintf(&b, "  ublk %d: %s, server pid %d (running: %v), held by: %s\n", id, info.State, info.PID, serr == nil,
+			holders(fmt.Sprintf("/dev/ublkc%d", id)))
+	}
+	// The kernel's side: a hung task, an io_uring that cannot exit, the driver's own messages.
+	cmd, done := boundedCommand("dmesg")
+	out, err := cmd.Output()
+	if err = done(err); err != nil {
+		fmt.Fprintf(&b, "  dmesg: %v\n", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	fmt.Fprintf(&b, "the kernel's last messages:\n  %s\n", strings.Join(lines[max(len(lines)-40, 0):], "\n  "))
+	return b.String()
+}
+
+// holders lists the processes with path open, as "pid (comm)".
+func holders(path string) string {
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	var out []string
+	seen := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && l == path {
+			pid := strings.Split(fd, "/")[2]
+			if !seen[pid] {
+				seen[pid] = true
+				comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+				out = append(out, fmt.Sprintf("%s (%s)", pid, strings.TrimSpace(string(comm))))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "nobody"
+	}
+	return strings.Join(out, ", ")
 }

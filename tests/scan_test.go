@@ -86,7 +86,7 @@ func scanOwn(t *testing.T, conf string, own map[string][]string) (stdout, stderr
 	for name := range scanned(t, stdout) {
 		if _, ok := own[name]; !ok {
 			t.Logf("the scan also started %s, left by another test: stopping it", name)
-			_ = exec.Command(uraidBin(t), "stop", name).Run()
+			cleanupRun(uraidBin(t), "stop", name)
 		}
 	}
 	var ee *exec.ExitError
@@ -167,7 +167,7 @@ func TestE2EAssembleScan(t *testing.T) {
 	arrays := map[string][]string{"scan-loop": loops, "scan-null": nulls, "scan-file": files}
 	t.Cleanup(func() {
 		for name := range arrays {
-			exec.Command(uraidBin(t), "stop", name).Run()
+			cleanupRun(uraidBin(t), "stop", name)
 		}
 	})
 	for name, ms := range arrays {

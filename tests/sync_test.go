@@ -71,7 +71,7 @@ func (a *mirrorArray) cleanup() {
 		}
 	}
 	recoverIfDead(a.t, a.name)
-	exec.Command(uraidBin(a.t), "stop", a.name).Run()
+	cleanupRun(uraidBin(a.t), "stop", a.name)
 }
 
 func (a *mirrorArray) status() daemon.Status { return daemonDetail(a.t, a.name) }
@@ -377,7 +377,7 @@ func TestE2ECheckRepairLiveFile(t *testing.T) {
 				// No lazy init: its background writes would keep the check at its floor rate.
 				sh(t, "mkfs.ext4", "-q", "-F", "-b", "4096", "-E", "lazy_itable_init=0,lazy_journal_init=0", a.dev)
 				sh(t, "mount", a.dev, mnt)
-				t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+				t.Cleanup(func() { cleanupUnmount(mnt) })
 				file := filepath.Join(mnt, "live")
 				sum := writeRandomFile(t, file, 3<<20)
 				sh(t, "sync")
@@ -454,7 +454,7 @@ func TestE2ECheckAfterFstrimGarbage(t *testing.T) {
 			// No lazy init: its background writes would keep the check at its floor rate.
 			sh(t, "mkfs.ext4", "-q", "-F", "-E", "nodiscard,lazy_itable_init=0,lazy_journal_init=0", a.dev)
 			sh(t, "mount", a.dev, mnt)
-			t.Cleanup(func() { exec.Command("umount", mnt).Run() })
+			t.Cleanup(func() { cleanupUnmount(mnt) })
 			for i := range 6 {
 				writeRandomFile(t, filepath.Join(mnt, fmt.Sprintf("f%d", i)), 1<<20+i*4096)
 			}

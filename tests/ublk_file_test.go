@@ -92,7 +92,7 @@ func TestE2EUblkFilesystem(t *testing.T) {
 	mounted := true
 	defer func() {
 		if mounted {
-			_ = exec.Command("umount", mnt).Run()
+			cleanupUnmount(mnt)
 		}
 	}()
 
@@ -365,7 +365,7 @@ func TestE2EUblkBlockDeviceTarget(t *testing.T) {
 	needGuest(t)
 	loopFile := testutil.SparseFile(t, t.TempDir(), "loop", 64<<20)
 	loop := strings.TrimSpace(sh(t, "losetup", "--find", "--show", loopFile))
-	t.Cleanup(func() { _ = exec.Command("losetup", "-d", loop).Run() })
+	t.Cleanup(func() { cleanupRun("losetup", "-d", loop) })
 
 	srv := startUblkServer(t, loop)
 	data, dev := writePattern(t, srv.Path)

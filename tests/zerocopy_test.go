@@ -104,7 +104,7 @@ func TestE2EUblkZeroCopyFioVerify(t *testing.T) {
 				path := backingFile(t)
 				if kind == "loop" {
 					path = strings.TrimSpace(sh(t, "losetup", "--find", "--show", path))
-					t.Cleanup(func() { _ = exec.Command("losetup", "-d", path).Run() })
+					t.Cleanup(func() { cleanupRun("losetup", "-d", path) })
 				}
 				srv := startUblkServer(t, path, "-zerocopy", zc)
 				z := srv.ZeroCopy
@@ -131,7 +131,7 @@ func createArrayEnv(t *testing.T, name string, env []string, args ...string) str
 	require.NoError(t, err, "uraid create %s: %s", strings.Join(args, " "), out)
 	dev := strings.TrimSpace(string(out))
 	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"), "create printed %q", dev)
-	t.Cleanup(func() { _ = exec.Command(uraidBin(t), "stop", name).Run() })
+	t.Cleanup(func() { cleanupRun(uraidBin(t), "stop", name) })
 	return dev
 }
 

@@ -33,7 +33,10 @@ const nodeTimeout = 10 * time.Second
 type Device struct {
 	target Target
 	params Params
-	opts   Options
+	// kernelSize is the block device's size as the kernel has it, once started: params.Size,
+	// except on a device taken over whose array grew meanwhile (until UpdateSize).
+	kernelSize int64
+	opts       Options
 	// recover says Start takes over the existing device opts.ID instead
 	// of adding one.
 	recover bool
@@ -298,6 +301,7 @@ func (d *Device) startRecovery(ctx context.Context) error {
 			id, kp.Basic.DevSectors, 1<<kp.Basic.LogicalBsShift, d.params.Size, d.params.logical())
 	}
 	d.id, d.flags = id, ki.Flags
+	d.kernelSize = int64(kp.Basic.DevSectors) << 9
 	// The device keeps the data mode it was created with; this server
 	// must be able to serve it so.
 	d.mode = flagsMode(ki.Flags)
@@ -374,9 +378,21 @@ func (d *Device) UpdateSize(size int64) error {
 	if err != nil {
 		return fmt.Errorf("ublk update size of dev %d: %w", d.id, err)
 	}
-	d.params.Size = size
+	d.params.Size, d.kernelSize = size, size
 	d.setQueueSize(size)
 	return nil
+}
+
+// KernelSize is the size of the started block device as the kernel has it: the target's, except
+// on a device taken over (NewRecovery) from a server whose array was smaller, which keeps that
+// size until UpdateSize.
+func (d *Device) KernelSize() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.kernelSize == 0 {
+		return d.params.Size
+	}
+	return d.kernelSize
 }
 
 func (d *Device) setQueueSize(size int64) {

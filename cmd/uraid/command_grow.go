@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"uraid/array"
 	"uraid/daemon"
@@ -25,7 +27,7 @@ func newGrowCommand() *cobra.Command {
 	var o growOptions
 	cmd := &cobra.Command{
 		Use:   "grow NAME --size max|SIZE | --copies N [--add DEV]... | --add DEV... [MEMBER...]",
-		Short: "Use the space of members that have grown, shrink the array, or change a raid1's copies, without moving data",
+		Short: "Use the space of members that have grown, shrink the array, change a raid1's copies, append members to a linear array, or reshape a stopped raid0 or raid10 to more members",
 		Long: `Grow changes the size of the array to SIZE, or with --size max to as much as its smallest device
 (member or spare) allows: after uraid replace put larger devices in, or the member devices
 themselves grew. No byte moves: the space past the old end is trimmed on every member and marked
@@ -56,18 +58,28 @@ and a new daemon takes the device over without its going away. A raid10 keeps th
 layout, and is refused, as are a failed member still in its slot and a rebuild, resync or replace
 under way.
 
+With --add DEV and no --copies a linear array takes each device as a new member after its last:
+the array grows by one member's data size per device, and no byte moves. The new devices' data
+areas are trimmed; each must be at least as large as a member's data offset plus data size. A
+running array appends by a hand-over (as uraid restart), and its device then grows at once on Linux
+6.16 and later; on older kernels it keeps its old size until it is made again (unmount, uraid stop
+NAME, uraid assemble --scan NAME). A stopped array appends in place, its members found as for
+--size. Refused, with nothing written: raid1 (use --copies N --add DEV), a degraded array, a device
+that is a member already, too small, or holds data (a filesystem, another array's superblock)
+without --force.
+
 With --add alone a stopped raid0 or raid10 (n2, o2) is reshaped to more members: its data is
 restriped over the old and new members, the array grows by what the new ones hold, and only live
 data moves (trimmed regions are not copied). It is crash-safe: the reshape's position is in every
 member's superblock after each step, a window that would overwrite itself goes to a backup in the
 new members' tail first, and an assemble or the same grow --add resumes a reshape cut short.
 The array must be whole, stopped cleanly, with no resync, rebuild or spare; a running array is
-refused (online reshape is not available yet). raid10 f2 and raid1 are refused (--copies adds a
-raid1's copy).`,
+refused (online reshape is not available yet). raid10 f2 is refused.`,
 		Example: `  uraid grow data --size max && resize2fs /dev/ublkb0
   uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped
   uraid grow mirror --copies 3 --add /dev/sdd
   uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2
+  uraid grow concat --add /dev/sdf && resize2fs /dev/ublkb1
   uraid stop data && uraid grow data --add /dev/sdf --add /dev/sdg && uraid assemble --scan data`,
 		Args:              arrayArgs(cobra.MinimumNArgs(1), false),
 		ValidArgsFunction: completeArrayThenFiles,
@@ -77,7 +89,7 @@ raid1's copy).`,
 	}
 	cmd.Flags().StringVar(&o.size, "size", "", "the array's new size: max, or bytes with an optional K, M, G or T suffix")
 	cmd.Flags().IntVar(&o.copies, "copies", 0, "the copies a raid1 is to keep")
-	cmd.Flags().StringArrayVar(&o.add, "add", nil, "with --copies: a device to become a new copy; alone: a member to add to a stopped raid0 or raid10 by reshape (repeat for more)")
+	cmd.Flags().StringArrayVar(&o.add, "add", nil, "a device to append to a linear array or to reshape a stopped raid0 or raid10 onto, or with --copies to become a new copy (repeat for more)")
 	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array; with --add, use devices that hold data")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
 	return cmd
@@ -91,14 +103,14 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 	case copies:
 		return runCopies(cmd, o, name, members)
 	case len(o.add) > 0 && o.size != "":
-		return usageError{fmt.Errorf("--size and --add: give one; grow the size and add members one after the other")}
+		return usageError{fmt.Errorf("--size and --add: give one; add the members and grow the size one after the other")}
 	case len(o.add) > 0:
-		return runReshape(cmd, o, name, members)
+		return runAdd(cmd, o, name, members)
 	}
 	var want int64
 	switch s := strings.ToLower(strings.TrimSpace(o.size)); s {
 	case "":
-		return usageError{fmt.Errorf("--size or --copies is required: --size max, the array's new size (--size 2T), or a raid1's copies (--copies 3)")}
+		return usageError{fmt.Errorf("--size, --copies or --add is required: --size max, the array's new size (--size 2T), a raid1's copies (--copies 3), or members to append to a linear array (--add DEV)")}
 	case "max":
 	default:
 		v, err := parseSize(s)
@@ -274,4 +286,111 @@ func growMembers(cmd *cobra.Command, name string, members []string, how string) 
 		members[i] = absPath(m)
 	}
 	return members, nil
+}
+
+// runAppend appends members to a linear array: through its daemon by a hand-over, whose
+// successor grows the device, or in place when it is stopped.
+func runAppend(cmd *cobra.Command, o *growOptions, name string, members []string) error {
+	add := make([]string, len(o.add))
+	for i, d := range o.add {
+		add[i] = absPath(d)
+	}
+	req := daemon.AppendRequest{Add: add, Force: o.force}
+	if _, running := runningDevice(cmd.Context(), name); running {
+		if len(members) > 0 {
+			return usageError{fmt.Errorf("array %s is running: its daemon knows its members; leave them out", name)}
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), spawnTimeout)
+		defer cancel()
+		res, dev, err := daemon.AppendMembers(ctx, name, req, func() (string, error) {
+			return spawn(name, []string{"serve", "--recover", name})
+		})
+		if err != nil {
+			if res.NewMembers != 0 {
+				return fmt.Errorf("array %s: members appended, but no new daemon took %s over: %w (uraid recover %s)", name, dev, err, name)
+			}
+			return err
+		}
+		if res.NewMembers != 0 {
+			res.Device = dev
+			res.DeviceSize, err = blockDeviceSize(dev)
+			switch {
+			case err != nil:
+				res.Note = fmt.Sprintf("the array is %s now; the size of %s could not be read: %v", bytesize.Format(res.NewSize), dev, err)
+			case res.DeviceSize >= res.NewSize:
+				res.DeviceGrown = true
+			default:
+				res.Note = fmt.Sprintf("the array is %s now, but this kernel cannot resize a running ublk device (Linux 6.16 can): "+
+					"%s keeps %s until it is made again: unmount it, uraid stop %s, uraid assemble --scan %s",
+					bytesize.Format(res.NewSize), dev, bytesize.Format(res.DeviceSize), name, name)
+			}
+		}
+		return printAppend(cmd, o, name, res)
+	}
+	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
+		return err
+	}
+	members, err := growMembers(cmd, name, members, "--add "+strings.Join(o.add, " --add "))
+	if err != nil {
+		return err
+	}
+	a, err := array.Assemble(name, members, array.Options{Queues: 1, Depth: 1, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	p, err := a.Append(array.AppendOptions{Add: add, Force: o.force})
+	if cerr := a.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("array %s: members appended, but closing them: %w", name, cerr)
+	}
+	if err != nil && !p.Committed {
+		return err
+	}
+	res := daemon.AppendResult{Schema: daemon.Schema, OldMembers: p.OldMembers, NewMembers: p.NewMembers, Added: p.Added,
+		OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.DataSize}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return printAppend(cmd, o, name, res)
+}
+
+func printAppend(cmd *cobra.Command, o *growOptions, name string, r daemon.AppendResult) error {
+	if r.NewMembers == 0 {
+		// Refused after the daemon let its device go: a new daemon serves it as it was.
+		return fmt.Errorf("array %s: members not appended: %s", name, r.Error)
+	}
+	if o.json {
+		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+			return err
+		}
+	} else {
+		w := cmd.OutOrStdout()
+		if _, err := fmt.Fprintf(w, "uraid: array %s: %s appended: %d members (was %d), %s (%d bytes, was %s), %s of data on each member\n",
+			name, strings.Join(r.Added, ", "), r.NewMembers, r.OldMembers, bytesize.Format(r.NewSize), r.NewSize,
+			bytesize.Format(r.OldSize), bytesize.Format(r.DataSize)); err != nil {
+			return err
+		}
+		if r.Note != "" {
+			if _, err := fmt.Fprintf(w, "uraid: array %s: %s\n", name, r.Note); err != nil {
+				return err
+			}
+		}
+	}
+	if r.Error != "" {
+		return fmt.Errorf("array %s: %s", name, r.Error)
+	}
+	return nil
+}
+
+// blockDeviceSize is the size of the block device at path as the kernel has it.
+func blockDeviceSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
+	if err != nil {
+		return 0, os.NewSyscallError("ioctl BLKGETSIZE64", err)
+	}
+	return int64(n), nil
 }

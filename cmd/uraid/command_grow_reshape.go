@@ -1,11 +1,13 @@
 package main
 
 // command_grow_reshape.go: uraid grow NAME --add DEV... without --copies, on a raid0 or raid10
-// (n2, o2): the array is reshaped offline to more members (array.Reshape).
+// (n2, o2): the array is reshaped offline to more members (array.Reshape). A linear array's
+// --add is an append (command_grow.go): runAdd sends each level its way.
 
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -13,6 +15,8 @@ import (
 	"uraid/array"
 	"uraid/daemon"
 	"uraid/internal/bytesize"
+	"uraid/mapping"
+	"uraid/raid"
 )
 
 // reshapeResult is what grow --add --json prints of a reshape.
@@ -30,13 +34,36 @@ type reshapeResult struct {
 	DiscardBytes int64 `json:"discard_bytes"`
 }
 
-// runReshape widens a stopped raid0 or raid10 by the devices at --add, or resumes a reshape of it
-// that was cut short. A running array is refused: online reshape is the next step.
-func runReshape(cmd *cobra.Command, o *growOptions, name string, members []string) error {
+// runAdd sends --add without --copies where the array's level takes it. A running array appends
+// through its daemon, whose checks refuse every level but linear; a stopped raid0 or raid10 is
+// reshaped, any other stopped array appends in place (or is refused there, with the reason).
+func runAdd(cmd *cobra.Command, o *growOptions, name string, members []string) error {
 	if _, running := runningDevice(cmd.Context(), name); running {
-		return fmt.Errorf("array %s is running: stop the array first: online reshape is not available yet (uraid stop %s; uraid grow %s --add DEV...; uraid assemble --scan %s)",
-			name, name, name, name)
+		return runAppend(cmd, o, name, members)
 	}
+	found, err := growMembers(cmd, name, slices.Clone(members), "--add DEV")
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(found[0])
+	if err != nil {
+		return err
+	}
+	sb, err := raid.ReadSuperblock(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", found[0], err)
+	}
+	if sb.Level == mapping.RAID0 || sb.Level == mapping.RAID10 {
+		return runReshape(cmd, o, name, members)
+	}
+	return runAppend(cmd, o, name, members)
+}
+
+// runReshape widens a stopped raid0 or raid10 by the devices at --add, or resumes a reshape of it
+// that was cut short. runAdd sent a running one to the daemon, which refuses it: online reshape is
+// the next step.
+func runReshape(cmd *cobra.Command, o *growOptions, name string, members []string) error {
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err
 	}

@@ -40,7 +40,8 @@ func TestGrowCLI(t *testing.T) {
 			code int
 			msg  string
 		}{
-			{"no size", []string{"arr", ms[0]}, exitUsage, "--size or --copies is required"},
+			{"no size", []string{"arr", ms[0]}, exitUsage, "--size, --copies or --add is required"},
+			{"size and add", []string{"arr", "--size", "max", "--add", ms[0], ms[1]}, exitUsage, "give one"},
 			{"bad size", []string{"arr", "--size", "big", ms[0]}, exitUsage, `--size: "big"`},
 			{"not grown", append([]string{"arr", "--size", "max"}, ms...), exitError, "no member has grown"},
 			{"past a member", append([]string{"arr", "--size", "1G"}, ms...), exitError, "allows an array of at most"},
@@ -96,7 +97,7 @@ func TestGrowCopiesCLI(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--copies", "3", "--size", "max"}, exitUsage, "give one"},
-		{[]string{"--add", ms[2]}, exitError, "a raid1's members are its copies"},
+		{[]string{"--add", ms[2]}, exitError, "add a copy with --copies N --add DEV"},
 		{[]string{"--copies", "0"}, exitUsage, "at least one copy"},
 		{[]string{"--copies", "2"}, exitError, "keeps 2 copies already"},
 		{[]string{"--copies", "3", "--add", small}, exitError, "too small"},
@@ -122,6 +123,48 @@ func TestGrowCopiesCLI(t *testing.T) {
 	code, out, errOut = runCLI(t, "grow", "mir", "--copies", "4", "--json", ms[0], ms[1], ms[2])
 	require.Equal(t, exitError, code, out)
 	assert.Contains(t, errOut, "slot 2 is empty already: fill it (uraid add) first")
+}
+
+// A stopped linear array takes a member in place: the array grows by its data size; refusals
+// change nothing.
+func TestGrowAppendCLI(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", filepath.Join(t.TempDir(), "run"))
+	require.NoError(t, os.Mkdir(os.Getenv("URAID_RUN_DIR"), 0o700))
+	ms := memberFiles(t, 3, 8<<20)
+	small := memberFiles(t, 1, 1<<20)[0]
+	cms, _, err := raid.Create(raid.CreateOptions{Name: "cat", Level: mapping.Linear, Members: ms[:2]})
+	require.NoError(t, err)
+	for _, m := range cms {
+		m.Close()
+	}
+	before := [][]byte{fileBytes(t, ms[0]), fileBytes(t, ms[1]), fileBytes(t, ms[2]), fileBytes(t, small)}
+	for _, tt := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--add", small}, exitError, "too small"},
+		{[]string{"--add", ms[1]}, exitError, "a member already"},
+		{[]string{"--add", ms[2], "--add", ms[2]}, exitError, "named twice"},
+	} {
+		code, _, errOut := runCLI(t, append(append([]string{"grow", "cat"}, tt.args...), ms[:2]...)...)
+		assert.Equal(t, tt.code, code, "%v: %s", tt.args, errOut)
+		assert.Contains(t, errOut, tt.msg, tt.args)
+	}
+	for i, p := range []string{ms[0], ms[1], ms[2], small} {
+		assert.Equal(t, before[i], fileBytes(t, p), "a refusal changed %s", p)
+	}
+
+	code, out, errOut := runCLI(t, "grow", "cat", "--add", ms[2], "--json", ms[0], ms[1])
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `"old_members": 2`)
+	assert.Contains(t, out, `"new_members": 3`)
+	for i, p := range ms {
+		sb := raidtest.Superblock(t, p)
+		assert.Equal(t, uint32(3), sb.Members, p)
+		assert.Equal(t, uint32(i), sb.Index, p)
+	}
+	assert.Equal(t, raidtest.Superblock(t, ms[0]).Events, raidtest.Superblock(t, ms[2]).Events)
 }
 
 // A stopped raid10 gains two members by reshape; refusals change nothing.

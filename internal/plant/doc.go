@@ -60,4 +60,7 @@
 //	reshapeorder the array's reshape persists a step's state before the step's home writes:
 //	          a cut before they reach the members resumes past a window whose new home holds
 //	          nothing (array/reshape.go; TestReshape's cuts at reshape-write find it)
+//	appendorder an append to a linear array commits on the old members before the new member's
+//	          superblock is written: cut between the two, the array counts a member no device
+//	          claims, and cannot run
 package plant
