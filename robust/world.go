@@ -52,7 +52,7 @@ type Stats struct {
 	Moods                                      [4]int // epochs of each mood: storm, calm, heal, checkpoint
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
-	Grows, CopiesChanges, Appends                int
+	Grows, CopiesChanges, Appends              int
 	Reshapes                                   int // of a raid10 by a member, at clean stops (reshape.go)
 	Checks, Verified, CopyReads                int
 	// SyncWait is the time spent waiting for sync jobs to end (verify) or a rebuild to finish
