@@ -142,9 +142,12 @@ test-planted:
 # (test-unit runs them without the defect, where they pass). steer: a read priced by its copies'
 # I/O counts alone, their TRIMs in flight left out; the harness checks what reads return, not how
 # long they wait, so only the steering tests see it. reshapewindow: a reshape step one row past
-# its safe distance; the planner is pure and not yet run by the array, so its model test (a cut at
-# every step) and its step property test find it. Seconds, no FUSE.
-PLANT_UNIT ?= steer:./discard/:TestBeginReadSteers,TestLearnsExclusiveAndSteersAway reshapewindow:./reshape/:TestModelCrashAtEveryStep,TestPropertySteps
+# its safe distance; its model test (a cut at every step) and its step property test find it.
+# reshapeorder: the array's offline reshape persisting a step's state before its home writes;
+# the harness does not reshape yet, TestReshape's cuts at each step's write phase find it.
+# Seconds, no FUSE.
+PLANT_UNIT ?= steer:./discard/:TestBeginReadSteers,TestLearnsExclusiveAndSteersAway reshapewindow:./reshape/:TestModelCrashAtEveryStep,TestPropertySteps \
+	reshapeorder:./array/:TestReshape
 test-planted-unit:
 	@failed=; for e in $(PLANT_UNIT); do d=$${e%%:*}; rest=$${e#*:}; pkg=$${rest%%:*}; tests=$${rest#*:}; \
 		out=$$(URAID_PLANT=$$d $(GO) test -count=1 -tags uraid_plant -run "^($$(echo $$tests | tr , '|'))$$" $$pkg 2>&1); \

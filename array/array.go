@@ -181,6 +181,11 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		}
 		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
 	}
+	// A reshape under way (uraid grow --add, cut short) ends before the array serves.
+	sbs, err := resumeBeforeAssembly(name, opened, sbs, o)
+	if err != nil {
+		return fail(err)
+	}
 	asm, err := raid.CheckAssembly(sbs)
 	if asm == nil || (err != nil && !o.Degraded) {
 		if err != nil && asm != nil {
@@ -547,6 +552,7 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		}
 		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
 		sb.DataSize = a.sb.DataSize // changed by a grow, the same on every member
+		sb.Reshape = nil            // one a cut left one update behind a reshape's last
 		// A member a crash left one update behind a change of copies holds the old slot count,
 		// and may hold its old slot number (assemble placed it by the newest slot table).
 		if !plant.Is("copiesslot") {

@@ -12,7 +12,7 @@ import (
 // places member i's data area after member i-1's, each DataSize bytes, so a member put after the
 // last one holds the bytes past the old end and every old byte stays where it was. Only linear
 // can: raid0 and raid10 stripe every byte over all members, and a wider stripe moves nearly every
-// one of them (a reshape, which uraid does not have yet); a raid1 gains copies, not size
+// one of them (a reshape: array/reshape.go, offline for now); a raid1 gains copies, not size
 // (--copies).
 //
 // A linear array whose superblocks disagree about the member count is an append cut short
@@ -44,7 +44,8 @@ func Appendable(level mapping.Level) error {
 		return nil
 	case mapping.RAID0, mapping.RAID10:
 		return fmt.Errorf("%w: a %s stripes every byte over all its members, so a member more moves nearly all of them "+
-			"(a reshape), which uraid cannot do yet: make a new array of the members wanted and copy", ErrAppend, level.ShortName())
+			"(a reshape), which uraid does offline for now: stop the array, then grow --add again (uraid stop NAME; "+
+			"uraid grow NAME --add DEV...; uraid assemble --scan NAME)", ErrAppend, level.ShortName())
 	case mapping.RAID1:
 		return fmt.Errorf("%w: every member of a raid1 is a copy of the whole array: add a copy with --copies N --add DEV", ErrAppend)
 	}

@@ -129,11 +129,11 @@ func CheckAssembly(members []MemberSB) (*Assembly, error) {
 			continue
 		}
 		d := assemblyGeometryDiff(m.SB, ref)
-		if (d == geoDataSize || d == geoMembers && (ref.Level == mapping.RAID1 || ref.Level == mapping.Linear)) && m.SB.Events < ref.Events {
+		if (d == geoDataSize || d == geoMembers && (ref.Level == mapping.RAID1 || ref.Level == mapping.Linear || m.SB.Members < ref.Members)) && m.SB.Events < ref.Events {
 			// A device that left before the array grew (or shrank), before a raid1 gained or
-			// dropped a copy, or a linear member one update behind an append, carries the
-			// geometry of its time: it is stale or superseded by its events, below, not of
-			// another geometry.
+			// dropped a copy, before a reshape gave the array more members (reshape.go), or a
+			// linear member one update behind an append, carries the geometry of its time: it is
+			// stale or superseded by its events, below, not of another geometry.
 			continue
 		}
 		if d != "" {

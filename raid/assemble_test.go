@@ -544,10 +544,20 @@ func TestCheckAssemblyCopiesChanged(t *testing.T) {
 	})
 
 	t.Run("raid10 member count", func(t *testing.T) {
+		// A reshape (array.Reshape) gives a raid10 more members: a device of the old count,
+		// behind the newest, left before it and is stale, not of another geometry. One with
+		// more members than the newest is.
 		ms := testArray(t, 4, func(sb *Superblock) { sb.Events = 10 })
 		ms[0].SB.Members, ms[0].SB.Events = 6, 11
-		_, err := CheckAssembly(ms)
-		require.ErrorIs(t, err, ErrGeometryMismatch, "a raid10's copies are its layout's: no such change")
+		a, err := CheckAssembly(ms)
+		require.ErrorIs(t, err, ErrStaleMember)
+		assert.NotErrorIs(t, err, ErrGeometryMismatch)
+		require.NotNil(t, a)
+		assert.Len(t, a.Stale, 3)
+
+		ms[1].SB.Members = 8
+		_, err = CheckAssembly(ms)
+		require.ErrorIs(t, err, ErrGeometryMismatch, "more members than the newest: no reshape leaves that")
 	})
 }
 

@@ -20,7 +20,8 @@ import (
 //
 //	offset size field
 //	     0    8 magic "URAIDSB\x00"
-//	     8    2 major version (2; 1 is read too): a reader refuses a newer one
+//	     8    2 major version (2; 1 is read too; 3 while a reshape runs, superblock_reshape.go):
+//	          a reader refuses a newer one
 //	    10    2 minor version (0); newer minors only add fields in reserved
 //	          space, so a reader accepts any minor and ignores what it
 //	          does not know
@@ -162,6 +163,9 @@ type Superblock struct {
 	// device that left before it (its Events are lower) misses more than the map can say, so it
 	// comes back by a full rebuild, not a re-add. 0: never, or written before minor 2.
 	WholeEvents uint64
+	// Reshape is the reshape under way (superblock_reshape.go), nil when none: such a superblock
+	// is written with major version VersionMajorReshape.
+	Reshape *ReshapeInfo
 }
 
 // ValidateName reports whether name can be an array name: it ends up in
@@ -269,7 +273,7 @@ func (sb *Superblock) validate() error {
 		// It would read back as no table: an array in service has a device in some slot.
 		return errors.New("slot table names no device")
 	}
-	return nil
+	return sb.validateReshape()
 }
 
 // MarshalBinary encodes sb into a new SuperblockSize-byte block with a
@@ -318,6 +322,7 @@ func (sb *Superblock) marshalInto(block []byte) error {
 		le.PutUint64(block[offSlots+8*i:], t)
 	}
 	le.PutUint64(block[offWhole:], sb.WholeEvents)
+	sb.marshalReshape(block)
 	le.PutUint32(block[offChecksum:], crc32.Checksum(block[:offChecksum], crc32cTable))
 	return nil
 }
@@ -341,9 +346,9 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 		return fmt.Errorf("%w: checksum mismatch: the block was damaged after it was written; "+
 			"re-add the member from its mirror or re-create the array", ErrCorrupt)
 	}
-	if major := le.Uint16(block[offMajor:]); major < MinVersionMajor || major > VersionMajor {
+	if major := le.Uint16(block[offMajor:]); major < MinVersionMajor || major > VersionMajorReshape {
 		return fmt.Errorf("%w: version %d.%d, this uraid reads %d.x to %d.x: upgrade uraid",
-			ErrUnsupportedVersion, major, le.Uint16(block[offMinor:]), MinVersionMajor, VersionMajor)
+			ErrUnsupportedVersion, major, le.Uint16(block[offMinor:]), MinVersionMajor, VersionMajorReshape)
 	}
 	name := block[offName : offName+MaxNameLen]
 	if i := bytes.IndexByte(name, 0); i >= 0 {
@@ -386,6 +391,9 @@ func (sb *Superblock) UnmarshalBinary(block []byte) error {
 				d.Slots[i] = t
 			}
 		}
+	}
+	if err := unmarshalReshape(block, &d); err != nil {
+		return err
 	}
 	if err := d.Validate(); err != nil {
 		return err

@@ -131,7 +131,7 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "zeroed block", mutate: func(b []byte) { clear(b) }, noReseal: true, want: ErrNotMember, msg: "not a uraid member"},
 		{name: "bad checksum", mutate: func(b []byte) { b[200] ^= 1 }, noReseal: true, want: ErrCorrupt, msg: "corrupt superblock"},
 		{name: "checksum field damaged", mutate: func(b []byte) { b[4095] ^= 0x80 }, noReseal: true, want: ErrCorrupt, msg: "checksum"},
-		{name: "unknown major version", mutate: func(b []byte) { le.PutUint16(b[8:], 3) }, want: ErrUnsupportedVersion, msg: "version 3.2"},
+		{name: "unknown major version", mutate: func(b []byte) { le.PutUint16(b[8:], 4) }, want: ErrUnsupportedVersion, msg: "version 4.2"},
 		{name: "major version zero", mutate: func(b []byte) { le.PutUint16(b[8:], 0) }, want: ErrUnsupportedVersion, msg: "upgrade uraid"},
 		{name: "index equals count", mutate: func(b []byte) { le.PutUint32(b[84:], 4) }, want: ErrInvalid, msg: "member index 4 is not below member count 4"},
 		{name: "index above count", mutate: func(b []byte) { le.PutUint32(b[84:], math.MaxUint32) }, want: ErrInvalid, msg: "member index"},

@@ -53,6 +53,7 @@ type Stats struct {
 	FailpointCrashes                           int
 	Fails, Refused, Injected, Adds, Replaces   int
 	Grows, CopiesChanges, Appends              int
+	Reshapes                                   int // of a raid10 by a member, at clean stops (reshape.go)
 	Checks, Verified, CopyReads                int
 	// SyncWait is the time spent waiting for sync jobs to end (verify) or a rebuild to finish
 	// (swap back): a third of a run, as a rebuild resumed after each restart copies again.
@@ -62,9 +63,9 @@ type Stats struct {
 
 func (s Stats) String() string {
 	return fmt.Sprintf("%d requests (%d reads, %d writes, %d discards (%d of whole regions), %d flushes), %d epochs (%d storms, %d calm, %d healing, %d checkpoint): %d power losses (%d at failpoints), %d kills, %d clean stops; "+
-		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d changes of copies, %d appends, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
+		"%d fails (%d refused), %d member errors injected, %d adds, %d replaces, %d grows, %d changes of copies, %d appends, %d reshapes, %d checks/repairs; %d verifications of every copy (%d copy reads); %v waiting for sync jobs",
 		s.Requests, s.Reads, s.Writes, s.Discards, s.Sweeps, s.Flushes, s.Epochs, s.Moods[0], s.Moods[1], s.Moods[2], s.Moods[3], s.PowerLosses, s.FailpointCrashes, s.Kills, s.Stops,
-		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.CopiesChanges, s.Appends, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
+		s.Fails, s.Refused, s.Injected, s.Adds, s.Replaces, s.Grows, s.CopiesChanges, s.Appends, s.Reshapes, s.Checks, s.Verified, s.CopyReads, s.SyncWait.Round(time.Millisecond))
 }
 
 // Failure is what a run found.
@@ -589,6 +590,9 @@ func (w *world) restart(e ending) error {
 	w.recordMu.Lock()
 	paths := slices.Clone(w.record)
 	w.recordMu.Unlock()
+	if e == endStop {
+		paths = w.reshape(paths)
+	}
 	if w.rng.IntN(4) == 0 && w.checkAssembleRefusesWrongDisk(paths) {
 		return nil
 	}

@@ -30,6 +30,16 @@ type examined struct {
 	State           string    `json:"state"`
 	CreateTime      time.Time `json:"create_time"`
 	UpdateTime      time.Time `json:"update_time"`
+	// Reshape is a reshape under way (grow --add cut short), which assemble resumes.
+	Reshape *examinedReshape `json:"reshape,omitempty"`
+}
+
+// examinedReshape is the reshape state a member's superblock carries.
+type examinedReshape struct {
+	OldMembers  uint32 `json:"old_members"`
+	CursorBytes int64  `json:"cursor_bytes"`
+	BackupBytes int64  `json:"backup_bytes"`
+	Done        bool   `json:"done"`
 }
 
 func examineOf(path string, sb *raid.Superblock) examined {
@@ -40,6 +50,9 @@ func examineOf(path string, sb *raid.Superblock) examined {
 		CreateTime: time.Unix(0, sb.CreateTime).UTC(), UpdateTime: time.Unix(0, sb.UpdateTime).UTC()}
 	if sb.Level.HasLayout() {
 		e.Layout = sb.Layout.String()
+	}
+	if r := sb.Reshape; r != nil {
+		e.Reshape = &examinedReshape{OldMembers: r.OldMembers, CursorBytes: r.State.Cursor, BackupBytes: r.State.Backup.Length(), Done: r.State.Done}
 	}
 	return e
 }
@@ -113,6 +126,10 @@ uraid examine --scan >> /etc/uraid.conf makes assemble --scan start exactly thes
 			row("State", e.State)
 			row("Creation Time", e.CreateTime.Format(time.RFC3339))
 			row("Update Time", e.UpdateTime.Format(time.RFC3339))
+			if r := e.Reshape; r != nil {
+				row("Reshape", fmt.Sprintf("%d to %d members, new layout below %d bytes, backup of %d bytes, done %v (uraid assemble or grow --add resumes it)",
+					r.OldMembers, e.MemberCount, r.CursorBytes, r.BackupBytes, r.Done))
+			}
 			return nil
 		},
 	}

@@ -27,7 +27,7 @@ func newGrowCommand() *cobra.Command {
 	var o growOptions
 	cmd := &cobra.Command{
 		Use:   "grow NAME --size max|SIZE | --copies N [--add DEV]... | --add DEV... [MEMBER...]",
-		Short: "Use the space of members that have grown, shrink the array, change a raid1's copies, or append members to a linear array, without moving data",
+		Short: "Use the space of members that have grown, shrink the array, change a raid1's copies, append members to a linear array, or reshape a stopped raid0 or raid10 to more members",
 		Long: `Grow changes the size of the array to SIZE, or with --size max to as much as its smallest device
 (member or spare) allows: after uraid replace put larger devices in, or the member devices
 themselves grew. No byte moves: the space past the old end is trimmed on every member and marked
@@ -64,14 +64,23 @@ areas are trimmed; each must be at least as large as a member's data offset plus
 running array appends by a hand-over (as uraid restart), and its device then grows at once on Linux
 6.16 and later; on older kernels it keeps its old size until it is made again (unmount, uraid stop
 NAME, uraid assemble --scan NAME). A stopped array appends in place, its members found as for
---size. Refused, with nothing written: raid0 and raid10 (more members is a reshape, which uraid
-cannot do yet), raid1 (use --copies N --add DEV), a degraded array, a device that is a member
-already, too small, or holds data (a filesystem, another array's superblock) without --force.`,
+--size. Refused, with nothing written: raid1 (use --copies N --add DEV), a degraded array, a device
+that is a member already, too small, or holds data (a filesystem, another array's superblock)
+without --force.
+
+With --add alone a stopped raid0 or raid10 (n2, o2) is reshaped to more members: its data is
+restriped over the old and new members, the array grows by what the new ones hold, and only live
+data moves (trimmed regions are not copied). It is crash-safe: the reshape's position is in every
+member's superblock after each step, a window that would overwrite itself goes to a backup in the
+new members' tail first, and an assemble or the same grow --add resumes a reshape cut short.
+The array must be whole, stopped cleanly, with no resync, rebuild or spare; a running array is
+refused (online reshape is not available yet). raid10 f2 is refused.`,
 		Example: `  uraid grow data --size max && resize2fs /dev/ublkb0
   uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped
   uraid grow mirror --copies 3 --add /dev/sdd
+  uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2
   uraid grow concat --add /dev/sdf && resize2fs /dev/ublkb1
-  uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2`,
+  uraid stop data && uraid grow data --add /dev/sdf --add /dev/sdg && uraid assemble --scan data`,
 		Args:              arrayArgs(cobra.MinimumNArgs(1), false),
 		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,7 +89,7 @@ already, too small, or holds data (a filesystem, another array's superblock) wit
 	}
 	cmd.Flags().StringVar(&o.size, "size", "", "the array's new size: max, or bytes with an optional K, M, G or T suffix")
 	cmd.Flags().IntVar(&o.copies, "copies", 0, "the copies a raid1 is to keep")
-	cmd.Flags().StringArrayVar(&o.add, "add", nil, "a device to append to a linear array, or with --copies to become a new copy (repeat for more)")
+	cmd.Flags().StringArrayVar(&o.add, "add", nil, "a device to append to a linear array or to reshape a stopped raid0 or raid10 onto, or with --copies to become a new copy (repeat for more)")
 	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array; with --add, use devices that hold data")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
 	return cmd
@@ -94,9 +103,9 @@ func runGrow(cmd *cobra.Command, o *growOptions, name string, members []string) 
 	case copies:
 		return runCopies(cmd, o, name, members)
 	case len(o.add) > 0 && o.size != "":
-		return usageError{fmt.Errorf("--size and --add: give one; append the members and grow the size one after the other")}
+		return usageError{fmt.Errorf("--size and --add: give one; add the members and grow the size one after the other")}
 	case len(o.add) > 0:
-		return runAppend(cmd, o, name, members)
+		return runAdd(cmd, o, name, members)
 	}
 	var want int64
 	switch s := strings.ToLower(strings.TrimSpace(o.size)); s {

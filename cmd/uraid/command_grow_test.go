@@ -11,13 +11,13 @@ import (
 	"uraid/internal/testutil/raidtest"
 	"uraid/mapping"
 	"uraid/raid"
+	"uraid/reshape"
 )
 
 func TestGrowCLI(t *testing.T) {
 	t.Setenv("URAID_RUN_DIR", filepath.Join(t.TempDir(), "run"))
 	require.NoError(t, os.Mkdir(os.Getenv("URAID_RUN_DIR"), 0o700))
 	ms := memberFiles(t, 4, 8<<20)
-	extra := memberFiles(t, 1, 16<<20)[0]
 	cms, _, err := raid.Create(raid.CreateOptions{Name: "arr", Level: mapping.RAID10, Layout: mapping.Near2, Chunk: 64 << 10, Members: ms})
 	require.NoError(t, err)
 	for _, m := range cms {
@@ -42,7 +42,6 @@ func TestGrowCLI(t *testing.T) {
 		}{
 			{"no size", []string{"arr", ms[0]}, exitUsage, "--size, --copies or --add is required"},
 			{"size and add", []string{"arr", "--size", "max", "--add", ms[0], ms[1]}, exitUsage, "give one"},
-			{"append to raid10", append([]string{"arr", "--add", extra}, ms...), exitError, "a reshape), which uraid cannot do yet"},
 			{"bad size", []string{"arr", "--size", "big", ms[0]}, exitUsage, `--size: "big"`},
 			{"not grown", append([]string{"arr", "--size", "max"}, ms...), exitError, "no member has grown"},
 			{"past a member", append([]string{"arr", "--size", "1G"}, ms...), exitError, "allows an array of at most"},
@@ -166,4 +165,65 @@ func TestGrowAppendCLI(t *testing.T) {
 		assert.Equal(t, uint32(i), sb.Index, p)
 	}
 	assert.Equal(t, raidtest.Superblock(t, ms[0]).Events, raidtest.Superblock(t, ms[2]).Events)
+}
+
+// A stopped raid10 gains two members by reshape; refusals change nothing.
+func TestGrowAddCLI(t *testing.T) {
+	t.Setenv("URAID_RUN_DIR", filepath.Join(t.TempDir(), "run"))
+	require.NoError(t, os.Mkdir(os.Getenv("URAID_RUN_DIR"), 0o700))
+	ms := memberFiles(t, 6, 8<<20)
+	cms, _, err := raid.Create(raid.CreateOptions{Name: "wide", Level: mapping.RAID10, Layout: mapping.Near2, Chunk: 64 << 10, Members: ms[:4]})
+	require.NoError(t, err)
+	for _, m := range cms {
+		m.Close()
+	}
+	before := make([][]byte, len(ms))
+	for i, p := range ms {
+		before[i] = fileBytes(t, p)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--add", ms[4], "--size", "max"}, exitUsage, "--size and --add: give one"},
+		{[]string{"--add", ms[0]}, exitError, "named twice"},
+	} {
+		code, _, errOut := runCLI(t, append(append([]string{"grow", "wide"}, tt.args...), ms[:4]...)...)
+		assert.Equal(t, tt.code, code, "%v: %s", tt.args, errOut)
+		assert.Contains(t, errOut, tt.msg, tt.args)
+	}
+	for i, p := range ms {
+		assert.Equal(t, before[i], fileBytes(t, p), "a refusal changed %s", p)
+	}
+	code, out, errOut := runCLI(t, append([]string{"grow", "wide", "--add", ms[4], "--add", ms[5]}, ms[:4]...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "uraid: array wide: reshaped from 4 to 6 members, 14M (14680064 bytes) to 21M (22020096 bytes)")
+	for i, p := range ms {
+		sb := raidtest.Superblock(t, p)
+		assert.Equal(t, uint32(6), sb.Members, p)
+		assert.Equal(t, uint32(i), sb.Index, p)
+		assert.Nil(t, sb.Reshape, p)
+	}
+}
+
+// examine shows a reshape a member's superblock carries.
+func TestExamineReshape(t *testing.T) {
+	ms := memberFiles(t, 4, 8<<20)
+	cms, sbs, err := raid.Create(raid.CreateOptions{Name: "mid", Level: mapping.RAID0, Chunk: 64 << 10, Members: ms})
+	require.NoError(t, err)
+	sb := *sbs[0]
+	sb.Members, sb.Slots = 5, nil
+	sb.Reshape = &raid.ReshapeInfo{OldMembers: 4, WindowKiB: 1024, State: reshape.State{Cursor: 1 << 20}}
+	require.NoError(t, raid.WriteSuperblock(cms[0].File, &sb))
+	for _, m := range cms {
+		m.Close()
+	}
+	code, out, errOut := runCLI(t, "examine", ms[0])
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "Reshape : 4 to 5 members, new layout below 1048576 bytes, backup of 0 bytes, done false")
+	code, out, errOut = runCLI(t, "examine", "--json", ms[0])
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `"reshape": {`)
+	assert.Contains(t, out, `"cursor_bytes": 1048576`)
 }

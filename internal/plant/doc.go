@@ -57,6 +57,9 @@
 //	reshapewindow a reshape step's window reaches one row past the safe distance (at the start,
 //	          where none is safe, it skips the backup): its new rows overwrite old places of its
 //	          own window, and a cut before its cursor is durable redoes it from destroyed bytes
+//	reshapeorder the array's reshape persists a step's state before the step's home writes:
+//	          a cut before they reach the members resumes past a window whose new home holds
+//	          nothing (array/reshape.go; TestReshape's cuts at reshape-write find it)
 //	appendorder an append to a linear array commits on the old members before the new member's
 //	          superblock is written: cut between the two, the array counts a member no device
 //	          claims, and cannot run

@@ -1,0 +1,119 @@
+package robust
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	"uraid/array"
+	"uraid/mapping"
+	"uraid/raid"
+)
+
+// reshapeFailpoints are the reshape's steps a power loss is armed at, each with how many times
+// one reshape of the harness's arrays reaches it at least (the n-th is drawn from that many).
+var reshapeFailpoints = []struct {
+	name string
+	hits int
+}{
+	{array.FailpointReshapeCommit, 1},
+	{array.FailpointReshapeBackup, 1},
+	{array.FailpointReshapeMid, 1},
+	{array.FailpointReshapeWrite, 8},
+	{array.FailpointReshapePersist, 8},
+	{array.FailpointReshapeIO, 40},
+	{array.FailpointReshapeMember, 40},
+	{array.FailpointReshapeMap, 1},
+	{array.FailpointReshapeFinish, 1},
+}
+
+// maxReshapeMembers bounds how wide the harness lets a raid10 grow.
+const maxReshapeMembers = 8
+
+// reshapeWindow keeps the harness's reshapes to dozens of steps, so that cuts land among them.
+const reshapeWindow = 256 << 10
+
+// reshape, at three clean stops of a whole raid10 n2 or o2 in four (the array closed, its members
+// marked clean; most clean stops find a member out, and a reshape needs every one), widens it by
+// one member, a disk made for it, as uraid grow --add does on a stopped array; a third of them
+// cut the power at one of the reshape's failpoints. It returns the members to assemble next: the
+// assembly resumes a reshape a cut left under way, and the model check holds over the array at
+// its new size.
+func (w *world) reshape(paths []string) []string {
+	sb := w.a.Superblock()
+	if sb.Level != mapping.RAID10 || sb.Layout == mapping.Far2 || int(sb.Members) >= maxReshapeMembers ||
+		len(paths) != int(sb.Members) || w.failed() || w.crashedNow() || w.rng.IntN(4) == 0 {
+		return paths
+	}
+	if !wholeOnDisk(paths) {
+		return paths
+	}
+	fi, err := os.Stat(paths[0])
+	if err != nil {
+		w.fail("reshape: %v", err)
+		return paths
+	}
+	name := fmt.Sprintf("w%d", len(w.disks))
+	w.fs.Add(name, fi.Size(), 0)
+	w.disks = append(w.disks, name)
+	dev := w.path(name)
+	cut := w.rng.IntN(3) == 0
+	if cut {
+		fp := reshapeFailpoints[w.rng.IntN(len(reshapeFailpoints))]
+		w.armPowerLoss(w.rng, fp.name, 1+w.rng.IntN(fp.hits))
+	}
+	rep, err := array.Reshape("r", paths, []string{dev}, array.ReshapeOptions{MaxWindowBytes: reshapeWindow,
+		Log: slog.New(slog.DiscardHandler)})
+	w.fpArm.Store(nil)
+	crashed := w.crashedNow()
+	switch {
+	case err == nil && crashed:
+		w.fail("reshape to %d members: a power loss came, yet it reported success: %+v", sb.Members+1, rep)
+		return paths
+	case err == nil:
+		w.stats.Reshapes++
+		w.logf("reshaped from %d to %d members (%d steps, %d of %d bytes live, %d read, %d written)",
+			rep.OldMembers, rep.NewMembers, rep.Steps, rep.LiveBytes, rep.OldSize, rep.ReadBytes, rep.WriteBytes)
+	case crashed:
+		w.stats.Reshapes++
+		w.logf("reshape to %d members cut: %v", sb.Members+1, firstLine(err))
+		w.fs.Resume() // the successor assembles: it resumes the reshape
+	default:
+		w.logf("reshape to %d members not done: %v", sb.Members+1, firstLine(err))
+	}
+	// The new disk takes part if it carries the array's superblock: a cut before the reshape
+	// wrote it leaves the array as it was.
+	if f, err := os.Open(dev); err == nil {
+		nsb, err := raid.ReadSuperblock(f)
+		f.Close()
+		if err == nil && nsb.ArrayUUID == sb.ArrayUUID {
+			paths = append(slices.Clip(paths), dev)
+			w.recordMu.Lock()
+			w.record = slices.Clone(paths)
+			w.recordMu.Unlock()
+		}
+	}
+	return paths
+}
+
+// wholeOnDisk reports whether the members at paths assemble whole, every slot in service and no
+// spare, rebuild or replacement among them: what a reshape needs (it refuses otherwise, and the
+// harness would arm a power loss for nothing).
+func wholeOnDisk(paths []string) bool {
+	var sbs []raid.MemberSB
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return false
+		}
+		sb, err := raid.ReadSuperblock(f)
+		f.Close()
+		if err != nil {
+			return false
+		}
+		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
+	}
+	a, err := raid.CheckAssembly(sbs)
+	return err == nil && len(a.Spares) == 0 && len(a.Replacing) == 0 && len(a.Rebuilding) == 0
+}
