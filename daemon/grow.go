@@ -116,6 +116,9 @@ func (s *served) Grow(req GrowRequest) (GrowResult, error) {
 	res := GrowResult{Schema: Schema, OldSize: p.OldSize, NewSize: p.NewSize, DataSize: p.NewDataSize, Asked: p.Asked, Rounded: p.Rounded,
 		DeviceSize: p.NewSize, DeviceGrown: true}
 	if !p.Shrinks() {
+		// A daemon that dies here leaves the members larger than the device: its successor
+		// tells the kernel (growTakenOver).
+		pauseAt(s.log, a.Name, pauseGrown)
 		err := s.dev.UpdateSize(p.NewSize)
 		switch {
 		case errors.Is(err, ublk.ErrNotSupported):

@@ -14,10 +14,11 @@ const (
 	// envNoReissue=1 creates devices without UBLK_F_USER_RECOVERY_REISSUE, as on a kernel
 	// that lacks it.
 	envNoReissue = "URAID_TEST_NO_REISSUE"
-	// envPause=POINT makes a recovering daemon stop at POINT and wait there to be killed, after
-	// writing "POINT PID" to RunDir()/NAME.paused. Points: pauseMembers (members opened, before
-	// the device is touched), pauseFetching (the new queues fetch, the device is not live again
-	// yet).
+	// envPause=POINT makes a daemon stop at POINT and wait there to be killed, after writing
+	// "POINT PID" to RunDir()/NAME.paused. Points: pauseMembers (a recovery: members opened,
+	// before the device is touched), pauseFetching (a recovery: the new queues fetch, the device
+	// is not live again yet), pauseGrown (a grow: the larger size is on the members, the kernel
+	// not told yet).
 	envPause = "URAID_TEST_PAUSE"
 	// envHooks=1 makes the control socket take POST /debug/fail-queue, which fails queue 0 of
 	// the device as a broken ring would.
@@ -28,6 +29,7 @@ const (
 const (
 	pauseMembers  = "recover-members"
 	pauseFetching = "recover-fetching"
+	pauseGrown    = "grow-committed"
 )
 
 // PausedPath is where a daemon stopped by envPause says so.

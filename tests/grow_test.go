@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,6 +110,79 @@ func TestE2EGrow(t *testing.T) {
 	sh(t, "e2fsck", "-f", "-n", r.dev)
 	assert.Equal(t, 0, r.status().Regions.NeedResync)
 	t.Logf("grow life on Linux %s took %s", kernelRelease(t), time.Since(start).Round(time.Millisecond))
+}
+
+// TestE2EGrowKilledBeforeResize kills the daemon after a grow committed the larger size to the
+// members and before it told the kernel (a test hook stops it there): uraid recover's successor
+// finds the device smaller than its array and grows it (Linux 6.16 and later), or says the
+// device keeps its size until it is made again. Either way the filesystem grows, every file
+// verifies and e2fsck is clean.
+func TestE2EGrowKilledBeforeResize(t *testing.T) {
+	needGuest(t)
+	bin := uraidBin(t)
+	const small, large = 48 << 20, 96 << 20
+	members, _ := memberSet(t, "file", 2, small)
+	out, err := uraidEnv(t, []string{"URAID_TEST_PAUSE=grow-committed"}, append([]string{"create", "growkill", "--level", "1"}, members...)...)
+	require.NoError(t, err, out)
+	r := &recoveryArray{t: t, name: "growkill", dev: strings.TrimSpace(out), members: members, mnt: t.TempDir()}
+	require.True(t, strings.HasPrefix(r.dev, "/dev/ublkb"), "create printed %q", out)
+	t.Cleanup(r.cleanup)
+	oldSize := deviceBytes(t, r.dev)
+	sh(t, "mkfs.ext4", "-q", "-F", r.dev)
+	sh(t, "mount", r.dev, r.mnt)
+	sums := map[string]string{}
+	for i := range 4 {
+		p := filepath.Join(r.mnt, fmt.Sprintf("file%d", i))
+		sums[p] = writeRandomFile(t, p, 2<<20)
+	}
+	sh(t, "sync")
+	for _, m := range members {
+		require.NoError(t, os.Truncate(m, large))
+	}
+
+	_ = os.Remove(daemon.PausedPath(r.name))
+	grow := exec.Command(bin, "grow", r.name, "--size", "max")
+	var growOut strings.Builder
+	grow.Stdout, grow.Stderr = &growOut, &growOut
+	require.NoError(t, grow.Start())
+	var pid int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(daemon.PausedPath(r.name))
+		var point string
+		_, serr := fmt.Sscan(string(b), &point, &pid)
+		return err == nil && serr == nil && point == "grow-committed"
+	}, slow*time.Minute, 5*time.Millisecond, "the daemon did not reach grow-committed")
+	r.kill(pid)
+	assert.Error(t, grow.Wait(), "grow reports the death of its daemon: %s", growOut.String())
+	assert.Equal(t, oldSize, deviceBytes(t, r.dev), "the kernel was not told before the kill")
+
+	assert.Equal(t, r.dev, strings.TrimSpace(uraid(t, "recover", r.name)))
+	st := arrayDetail(t, r.name)
+	assert.Equal(t, int64(large-(1<<20)), st.SizeBytes, "the successor serves the committed size")
+	log, err := os.ReadFile(daemon.LogPath(r.name))
+	require.NoError(t, err)
+	major, minor, _ := parseRelease(kernelRelease(t))
+	if major > 6 || major == 6 && minor >= 16 {
+		assert.Equal(t, st.SizeBytes, deviceBytes(t, r.dev), "the successor grew the device")
+		assert.Contains(t, string(log), "grew from", "the started event says the device grew")
+		sh(t, "resize2fs", r.dev) // online, mounted
+	} else {
+		assert.Equal(t, oldSize, deviceBytes(t, r.dev), "the device keeps its size until it is made again")
+		assert.Contains(t, string(log), "uraid stop "+r.name, "the started event says what to do")
+		sh(t, "umount", r.mnt)
+		uraid(t, "stop", r.name)
+		r.dev = strings.TrimSpace(uraid(t, append([]string{"assemble", r.name}, members...)...))
+		assert.Equal(t, st.SizeBytes, deviceBytes(t, r.dev))
+		sh(t, "mount", r.dev, r.mnt)
+		sh(t, "resize2fs", r.dev)
+	}
+	sums[filepath.Join(r.mnt, "after")] = writeRandomFile(t, filepath.Join(r.mnt, "after"), 40<<20)
+	dropCaches(t)
+	for p, want := range sums {
+		assert.Equal(t, want, fileSum(t, p), p)
+	}
+	sh(t, "umount", r.mnt)
+	sh(t, "e2fsck", "-f", "-n", r.dev)
 }
 
 // deviceBytes is a block device's size as the kernel has it now.
