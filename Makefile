@@ -118,7 +118,7 @@ test-robust:
 # more than 100000 requests with any moods tried, ten-fold apart between runs of the same
 # defect, which no bound fit for CI's 90 minutes covers: make test-planted-all runs every one in
 # turn (up to PLANT_OPS each, 35 minutes). No race detector, for speed (test-robust has it).
-PLANT_CI     ?= D E map clean recovery torn A:0,0,1 B:0,0,1 C:0,0,1 F:0,1,0,1 resyncend:1,0,0 copiesfill appendorder
+PLANT_CI     ?= D E map clean recovery torn A:0,0,1 B:0,0,1 C:0,0,1 F:0,1,0,1 resyncend:1,0,0 copiesfill appendorder fixedtag
 PLANT_CI_OPS ?= 300000
 PLANT_OPS    ?= 200000
 test-planted:

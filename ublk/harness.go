@@ -80,6 +80,8 @@ func newHarness(t Target, depth, maxIOBytes int, zeroCopy bool) (*Harness, error
 		for tag, b := range q.bufs {
 			q.fixedBase[tag] = bufAddr(b)
 		}
+	} else {
+		q.registerCopyBuffers(ring)
 	}
 	if err := q.armWake(); err != nil {
 		h.Close()

@@ -451,3 +451,91 @@ func BenchmarkCommitLoop(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/request")
 }
+
+// splitTarget reads or writes each request in two pieces split at cut,
+// with PrepReadInto and PrepWriteFrom, on a file at the request's offset.
+type splitTarget struct {
+	fd      int
+	cut     int64
+	pending [8]int
+}
+
+func (t *splitTarget) Params() Params { return Params{Size: 1 << 20} }
+func (t *splitTarget) Serve(r *Request) {
+	pieces := [][2]int64{{0, min(t.cut, r.Length)}, {t.cut, r.Length - t.cut}}
+	t.pending[r.Tag] = 0
+	for i, p := range pieces {
+		if p[1] <= 0 {
+			continue
+		}
+		var err error
+		if r.Op == OpRead {
+			err = r.PrepReadInto(t.fd, p[0], p[1], r.Offset+p[0], uint32(i))
+		} else {
+			err = r.PrepWriteFrom(t.fd, p[0], p[1], r.Offset+p[0], false, uint32(i))
+		}
+		if err != nil {
+			r.Done(err)
+			return
+		}
+		t.pending[r.Tag]++
+	}
+}
+func (t *splitTarget) Reap(r *Request, sub uint32, res int32) {
+	if res < 0 {
+		r.Complete(res)
+		return
+	}
+	if t.pending[r.Tag]--; t.pending[r.Tag] == 0 {
+		r.Done(nil)
+	}
+}
+
+// In copy mode the head of each tag's buffer is a fixed buffer: member I/O
+// that lies in it is fixed I/O, and I/O past it (or straddling its end)
+// takes the plain buffer; both move the same bytes.
+func TestCopyModeFixedHead(t *testing.T) {
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i*13/4096 + i)
+	}
+	path := t.TempDir() + "/backing"
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+
+	target := &splitTarget{fd: int(f.Fd())}
+	h := newTestHarness(t, target, 2, 256<<10)
+	if os.Geteuid() == 0 {
+		require.Equal(t, int64(copyFixedBytes), h.q.copyFixed, "the buffers' heads are registered")
+	} else if h.q.copyFixed == 0 {
+		t.Log("not root: the memlock limit may refuse the registration; checking the plain path only")
+	}
+	for _, c := range []struct{ off, n, cut int64 }{
+		{4096, 4096, 4096},          // fixed
+		{65536, 65536, 65536},       // the whole head, fixed
+		{8192, 196608, 32768},       // fixed, then plain past the head
+		{131072, 131072, 65536 / 2}, // fixed, then straddling the head's end: plain
+	} {
+		target.cut = c.cut
+		res, err := h.Do(HarnessRequest{Op: OpRead, Offset: c.off, Length: c.n})
+		require.NoError(t, err)
+		require.Equal(t, int32(c.n), res)
+		require.Equal(t, data[c.off:c.off+c.n], h.Buf(0)[:c.n], "read %+v", c)
+
+		want := make([]byte, c.n)
+		for i := range want {
+			want[i] = byte(i*31 + int(c.off))
+		}
+		copy(h.Buf(0), want)
+		res, err = h.Do(HarnessRequest{Op: OpWrite, Offset: c.off, Length: c.n})
+		require.NoError(t, err)
+		require.Equal(t, int32(c.n), res)
+		got := make([]byte, c.n)
+		_, err = f.ReadAt(got, c.off)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "write %+v", c)
+		copy(data[c.off:], want)
+	}
+}

@@ -63,6 +63,12 @@ type queue struct {
 	bufs      [][]byte
 	bufMem    []byte
 	fixedBase []uint64
+	// copyFixed is, in copy mode, how many bytes at the head of each
+	// tag's buffer are registered as fixed buffer tag (0: none). Member
+	// I/O that fits in them is READ_FIXED or WRITE_FIXED, whose pages
+	// the kernel pinned once, instead of pinning them on every I/O
+	// (registerCopyBuffers).
+	copyFixed int64
 	// ownReg[tag] is true while this queue, not the kernel, has the
 	// tag's request registered: it unregisters it before the commit.
 	// canRegister says the device has UBLK_F_SUPPORT_ZERO_COPY, without
@@ -265,6 +271,8 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 			ready <- fmt.Errorf("ublk queue %d: zero copy: %w", q.id, err)
 			return
 		}
+	} else {
+		q.registerCopyBuffers(ring)
 	}
 
 	if q.batch != nil {
@@ -738,6 +746,34 @@ func (q *queue) fixedAddr(tag uint16, off int64) uint64 {
 		return uint64(off)
 	}
 	return q.fixedBase[tag] + uint64(off)
+}
+
+// copyFixedBytes is how much of each tag's buffer copy mode registers: the
+// pages of every registered byte stay resident (8 MiB per queue of depth
+// 128), and pinning per I/O costs most where the I/O is small. Larger I/O
+// pins its pages as before.
+const copyFixedBytes = 64 << 10
+
+// registerCopyBuffers registers the head of each tag's buffer (copy mode)
+// as fixed buffer tag, so that member I/O into it skips pinning its pages:
+// the kernel's own per-I/O work for a 4 KiB read is small enough that the
+// pinning is a visible share of it. Without the registration (an old
+// kernel, a memlock limit) member I/O takes plain buffers, as before.
+func (q *queue) registerCopyBuffers(ring *uring.Ring) {
+	n := min(q.maxIO, copyFixedBytes)
+	if n <= 0 || len(q.bufs) == 0 || q.bufs[0] == nil {
+		return
+	}
+	heads := make([][]byte, len(q.bufs))
+	base := make([]uint64, len(q.bufs))
+	for tag, b := range q.bufs {
+		heads[tag] = b[:n]
+		base[tag] = bufAddr(b)
+	}
+	if err := ring.RegisterBuffers(heads); err != nil {
+		return
+	}
+	q.fixedBase, q.copyFixed = base, int64(n)
 }
 
 // bufferBytes is the memory mapped for copies of request data: none in

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/plant"
 	"uraid/internal/uapi"
 	"uraid/internal/uring"
 )
@@ -31,20 +32,25 @@ var errNoBuf = errors.New("ublk: the request has no buffer in zero-copy mode (us
 // PrepReadInto reads n bytes at off of fd into the request's data at byte
 // reqOff (a READ request). In zero-copy mode the kernel reads straight into
 // the request's pages (IORING_OP_READ_FIXED on the slot the request is
-// registered in); otherwise into r.Buf. The range must lie within Length.
+// registered in); otherwise into r.Buf, by fixed I/O where the queue
+// registered that part of it. The range must lie within Length.
 func (r *Request) PrepReadInto(fd int, reqOff, n, off int64, sub uint32) error {
 	if reqOff < 0 || n <= 0 || reqOff > r.Length-n {
 		return errDataRange
 	}
 	q := r.q
-	if !q.mode.zeroCopy() {
+	if !q.mode.zeroCopy() && reqOff+n > q.copyFixed {
 		return r.PrepRead(fd, r.Buf[reqOff:reqOff+n], off, sub)
 	}
 	sqe, err := r.targetSQE(sub)
 	if err != nil {
 		return err
 	}
-	uring.PrepReadFixed(sqe, fd, r.Tag, q.fixedAddr(r.Tag, reqOff), uint32(n), uint64(off))
+	tag := r.Tag
+	if plant.Is("fixedtag") && !q.mode.zeroCopy() && len(q.fixedBase) > 1 {
+		tag ^= 1 // the neighbour's registered buffer: its request, not this one, gets the data
+	}
+	uring.PrepReadFixed(sqe, fd, tag, q.fixedAddr(tag, reqOff), uint32(n), uint64(off))
 	return nil
 }
 
@@ -58,7 +64,7 @@ func (r *Request) PrepWriteFrom(fd int, reqOff, n, off int64, fua bool, sub uint
 		return errDataRange
 	}
 	q := r.q
-	if !q.mode.zeroCopy() {
+	if !q.mode.zeroCopy() && reqOff+n > q.copyFixed {
 		return r.PrepWrite(fd, r.Buf[reqOff:reqOff+n], off, fua, sub)
 	}
 	sqe, err := r.targetSQE(sub)

@@ -60,6 +60,8 @@
 //	reshapeorder the array's reshape persists a step's state before the step's home writes:
 //	          a cut before they reach the members resumes past a window whose new home holds
 //	          nothing (array/reshape.go; TestReshape's cuts at reshape-write find it)
+//	fixedtag  in copy mode a member read into a registered buffer names the neighbouring tag's
+//	          buffer (ublk/ringops.go): the data lands in another request's buffer
 //	appendorder an append to a linear array commits on the old members before the new member's
 //	          superblock is written: cut between the two, the array counts a member no device
 //	          claims, and cannot run
