@@ -82,6 +82,20 @@ func TestReshapeFigures(t *testing.T) {
 	assert.Equal(t, "none", u["over_least"].better, "not drawn") // a target reads it
 }
 
+// The figures that describe what a reshape ran on, rather than its cost, get no uraid/md ratio.
+func TestRatiosLeaveOutNone(t *testing.T) {
+	s := suite(
+		Result{Scenario: "k-reshape", Case: "4to6", Metric: "moved", System: "md-raid10", Better: "lower", Values: []float64{1000}},
+		Result{Scenario: "k-reshape", Case: "4to6", Metric: "moved", System: "uraid-raid10-sync", Better: "lower", Values: []float64{200}},
+		Result{Scenario: "k-reshape", Case: "4to6", Metric: "fs_used", System: "md-raid10", Better: "none", Values: []float64{96}},
+		Result{Scenario: "k-reshape", Case: "4to6", Metric: "fs_used", System: "uraid-raid10-sync", Better: "none", Values: []float64{97}},
+	)
+	rs := s.Ratios()
+	require.Len(t, rs, 1)
+	assert.Equal(t, "k-reshape/4to6/moved", rs[0].Key)
+	assert.InDelta(t, 0.2, rs[0].Ratio, 1e-9)
+}
+
 func TestReshapeTargets(t *testing.T) {
 	s := suite(
 		Result{Scenario: "k-reshape", Case: "4to6", Metric: "moved", System: "md-raid10", Values: []float64{800, 1000}},
