@@ -164,7 +164,7 @@ test-planted-all:
 		-robust.ops=$(PLANT_OPS) -robust.deadline=35m
 
 # The suite against md (bench/, docs/benchmarks.md): four simulated SSDs served by simssd, md and
-# uraid built over them in turn, in the guest; (e) and (g) over brd RAM disks instead. bench
+# uraid built over them in turn, in the guest; (e), (g) and (k) over brd RAM disks instead. bench
 # rewrites docs/bench/results.json and docs/img/; bench-quick (RAID10 only, smaller, one repetition)
 # prints its ratios beside the committed ones and fails only if a scenario cannot run. How long
 # each takes, measured: see docs/benchmarks.md (Reproducing).

@@ -4,9 +4,10 @@
 set -e
 tests/vm/vm modprobe raid0
 tests/vm/vm modprobe raid10
-# The kernel-native members of scenarios (e) and (g): RAM disks of 256 MiB, four for (e), five
-# for (g) (the fifth replaces a member), which serves them through dm-linear.
-tests/vm/vm modprobe brd rd_nr=5 rd_size=262144
+# The kernel-native members of scenarios (e), (g) and (k): RAM disks of 256 MiB, four for (e),
+# five for (g) (the fifth replaces a member), six for (k) (the array grows from four), which serve
+# them through dm-linear.
+tests/vm/vm modprobe brd rd_nr=6 rd_size=262144
 tests/vm/vm modprobe dm_mod
 # Scenario (i)'s NBD member; without the module (i) says so and skips.
 tests/vm/vm modprobe nbd || echo "guest.sh: no nbd module: scenario (i) will skip" >&2

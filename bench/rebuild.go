@@ -80,17 +80,22 @@ func (g *rig) spare() string     { return g.paths[4] }
 
 // newRig puts a dm-linear device of size bytes over the head of each of
 // rebuildDisks.
-func newRig(size int64) (g *rig, err error) {
+func newRig(size int64) (*rig, error) { return newDiskRig("g", rebuildDisks, size) }
+
+// newDiskRig puts a dm-linear device of size bytes, named bench-SCENARIOi,
+// over the head of each of disks.
+func newDiskRig(scenario string, disks []string, size int64) (g *rig, err error) {
 	g = &rig{size: size}
 	defer func() {
 		if err != nil {
 			g.close()
 		}
 	}()
-	for i, disk := range rebuildDisks {
+	for i, disk := range disks {
 		f, err := os.Open(disk)
 		if err != nil {
-			return nil, fmt.Errorf("scenario (g) disk: %w (load brd: tests/vm/vm modprobe brd rd_nr=5 rd_size=262144)", err)
+			return nil, fmt.Errorf("scenario (%s) disk: %w (load brd: tests/vm/vm modprobe brd rd_nr=%d rd_size=262144, as bench/guest.sh does)",
+				scenario, err, len(disks))
 		}
 		n, err := unix.IoctlGetUint64(int(f.Fd()), unix.BLKGETSIZE64)
 		f.Close()
@@ -98,9 +103,9 @@ func newRig(size int64) (g *rig, err error) {
 			return nil, fmt.Errorf("%s: %w", disk, os.NewSyscallError("ioctl BLKGETSIZE64", err))
 		}
 		if int64(n) < size {
-			return nil, fmt.Errorf("%s: %d bytes, scenario (g) needs %d (rd_size=%d)", disk, n, size, size>>10)
+			return nil, fmt.Errorf("%s: %d bytes, scenario (%s) needs %d (rd_size=%d)", disk, n, scenario, size, size>>10)
 		}
-		name := fmt.Sprintf("bench-g%d", i)
+		name := fmt.Sprintf("bench-%s%d", scenario, i)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		_, err = run(ctx, "dmsetup", "create", name, "--table", fmt.Sprintf("0 %d linear %s 0", size>>9, disk))
 		if err == nil {
@@ -248,7 +253,7 @@ func (r *Runner) rebuildOnce(sys System, rep int, g *rig) (err error) {
 			return err
 		}
 	}
-	live, err := r.fillAndTrim(a)
+	live, _, err := r.fillAndTrim(a)
 	if err != nil {
 		return err
 	}
@@ -393,8 +398,8 @@ func (r *Runner) uraidReplace(a *array, old, spare string) error {
 
 // fillAndTrim makes ext4 on a, writes files of rebuildFile bytes over
 // rebuildLive of it, trims its free space and unmounts it. It returns the
-// files written.
-func (r *Runner) fillAndTrim(a *array) ([]int, error) {
+// files written and the bytes the filesystem then used, by statfs.
+func (r *Runner) fillAndTrim(a *array) (files []int, used int64, err error) {
 	// -T default: the layout mkfs gives a disk of any real size (4 KiB
 	// blocks, 128 MiB block groups). Left to itself it takes these arrays
 	// for small ones and makes 1 KiB blocks and 8 MiB groups, whose
@@ -403,21 +408,20 @@ func (r *Runner) fillAndTrim(a *array) ([]int, error) {
 	// when one discard covers it whole, so one region per group stays live
 	// (64 MiB of 512).
 	if err := mkfs(a.dev, "-T", "default"); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := mount(a.dev, false); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(mountPoint, &sfs); err != nil {
 		umount()
-		return nil, os.NewSyscallError("statfs", err)
+		return nil, 0, os.NewSyscallError("statfs", err)
 	}
 	n := int(rebuildLive * float64(sfs.Blocks) * float64(sfs.Bsize) / rebuildFile)
 	dir := filepath.Join(mountPoint, "g")
-	err := os.MkdirAll(dir, 0o755)
+	err = os.MkdirAll(dir, 0o755)
 	buf := make([]byte, rebuildFile)
-	var files []int
 	for i := 0; i < n && err == nil; i++ {
 		err = os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), fileData(buf, i), 0o644)
 		files = append(files, i)
@@ -426,13 +430,19 @@ func (r *Runner) fillAndTrim(a *array) ([]int, error) {
 	if err == nil {
 		_, err = fitrim()
 	}
+	if err == nil {
+		if err = unix.Statfs(mountPoint, &sfs); err != nil {
+			err = os.NewSyscallError("statfs", err)
+		}
+		used = int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize
+	}
 	if uerr := umount(); err == nil {
 		err = uerr
 	}
 	if err == nil {
 		err = r.drain(a)
 	}
-	return files, err
+	return files, used, err
 }
 
 // fileData fills buf with file i's contents: every 4 KiB block starts with
@@ -472,7 +482,17 @@ func (r *Runner) verifyRebuilt(a *array, g *rig, live []int) error {
 	if err := dropCaches(); err != nil {
 		return err
 	}
-	if err := mount(a.dev, false); err != nil {
+	if err := readBack(a.dev, live); err != nil {
+		return fmt.Errorf("after the rebuild, with member 0's mirror failed: %w", err)
+	}
+	r.logf("g %s: e2fsck -fn clean and %d files read back intact from the new member and its peers", a.sys.Name, len(live))
+	return nil
+}
+
+// readBack mounts dev and checks that every file of live reads back as
+// fillAndTrim wrote it.
+func readBack(dev string, live []int) error {
+	if err := mount(dev, false); err != nil {
 		return err
 	}
 	defer umount()
@@ -480,12 +500,11 @@ func (r *Runner) verifyRebuilt(a *array, g *rig, live []int) error {
 	for _, i := range live {
 		got, err := os.ReadFile(filepath.Join(mountPoint, "g", strconv.Itoa(i)))
 		if err != nil {
-			return fmt.Errorf("after the rebuild, with member 0's mirror failed: %w", err)
+			return err
 		}
 		if !bytes.Equal(got, fileData(want, i)) {
-			return fmt.Errorf("after the rebuild, with member 0's mirror failed: file %d differs from what was written", i)
+			return fmt.Errorf("file %d differs from what was written", i)
 		}
 	}
-	r.logf("g %s: e2fsck -fn clean and %d files read back intact from the new member and its peers", a.sys.Name, len(live))
 	return nil
 }

@@ -117,6 +117,16 @@ func (s *Suite) Targets() []Target {
 		t.Missing = !okA || !okB
 		out = append(out, t)
 	}
+	// single checks one system's own figure, not a ratio, against an upper limit.
+	single := func(scen, goal, sys, key string, limit float64) {
+		t := Target{Scenario: scen, Goal: goal, System: sys, Limit: limit, AtMost: true}
+		if r, ok := s.Find(sys, key); ok && len(r.Values) > 0 {
+			t.Value, t.Min, t.Max = r.Median, slices.Min(r.Values), slices.Max(r.Values)
+		} else {
+			t.Missing = true
+		}
+		out = append(out, t)
+	}
 	for _, l := range []string{"0", "10"} {
 		md := "md-raid" + l
 		for _, m := range []string{"sync", "async"} {
@@ -160,6 +170,12 @@ func (s *Suite) Targets() []Target {
 		ratio("i", "read p99 beside the flood <= 3x alone", u, "i-flood/with-flood/read_p99", u, "i-flood/alone/read_p99", 3, true)
 		ratio("i", "reads beside the flood >= 0.5x alone", u, "i-flood/with-flood/reads", u, "i-flood/alone/reads", 0.5, false)
 	}
+	// (k): the reshape's bytes against md's, which moves every byte, and against the least a
+	// reshape can move (docs/design.md, "Reshape": each live byte read once, written once per copy).
+	const moved = "k-reshape/4to6/moved"
+	ratio("k", "reshape: bytes read and written <= 0.3x md's at 20% full", "uraid-raid10-sync", moved, "md-raid10", moved, 0.3, true)
+	single("k", "reshape: bytes read and written <= 1.3x the least (its live bytes read once, written once per copy)",
+		"uraid-raid10-sync", "k-reshape/4to6/over_least", 1.3)
 	// (j): the server's cost per request against the reference server's and in absolute counts.
 	for _, l := range []string{"0", "10"} {
 		u := "uraid-raid" + l
@@ -167,17 +183,8 @@ func (s *Suite) Targets() []Target {
 			key := "j-cost/randread-4k-" + c
 			ratio("j", "server CPU per 4K read, "+strings.ToUpper(c)+", <= ublksrv's", u, key+"/cpu_per_req", PeerSystem, key+"/cpu_per_req", 1, true)
 		}
-		below := func(goal, key string, limit float64) {
-			t := Target{Scenario: "j", Goal: goal, System: u, Limit: limit, AtMost: true}
-			if r, ok := s.Find(u, key); ok && len(r.Values) > 0 {
-				t.Value, t.Min, t.Max = r.Median, slices.Min(r.Values), slices.Max(r.Values)
-			} else {
-				t.Missing = true
-			}
-			out = append(out, t)
-		}
-		below("context switches per 4K read, QD1", "j-cost/randread-4k-qd1/switches_per_req", 1.1)
-		below("context switches per 4K read, QD32", "j-cost/randread-4k-qd32/switches_per_req", 0.05)
+		single("j", "context switches per 4K read, QD1", u, "j-cost/randread-4k-qd1/switches_per_req", 1.1)
+		single("j", "context switches per 4K read, QD32", u, "j-cost/randread-4k-qd32/switches_per_req", 0.05)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Scenario < out[j].Scenario })
 	return out

@@ -133,6 +133,10 @@ var chartWords = map[string]struct{ title, quantity string }{
 	"f-slow-member/slow_read_share": {"(f) the slow member's share of its mirror pair's reads", "share of reads"},
 	"g-rebuild/wall":                {"(g) Replacing a RAID10 member under a 20%-full ext4 (brd)", "time to the end of the rebuild"},
 	"g-rebuild/written":             {"(g) Replacing a RAID10 member: written to the new member", "written"},
+	"k-reshape/wall":                {"(k) Reshaping a RAID10 of 4 members to 6 under a 20%-full ext4 (brd)", "time to the grown array"},
+	"k-reshape/read":                {"(k) Reshaping a RAID10 of 4 members to 6: read from the members", "read"},
+	"k-reshape/written":             {"(k) Reshaping a RAID10 of 4 members to 6: written to the members", "written"},
+	"k-reshape/moved":               {"(k) Reshaping a RAID10 of 4 members to 6: read and written", "read and written"},
 	"h-back-to-back/settled":        {"(h) fstrim until every TRIM is done, one member with a back-to-back penalty", "time to the last TRIM"},
 	"h-back-to-back/wall":           {"(h) fstrim, one member with a back-to-back penalty", "fstrim time"},
 	"h-back-to-back/m0_trims":       {"(h) TRIMs the penalized member ran", "TRIMs"},
@@ -158,6 +162,7 @@ var caseWords = map[string]string{
 	"f-slow-member/fstrim":               "fstrim beside fio",
 	"g-rebuild/replace":                  "replace member 0",
 	"h-back-to-back/fstrim":              "fragmented ext4",
+	"k-reshape/4to6":                     "4 -> 6 members",
 	"i-flood/alone":                      "reads alone",
 	"i-flood/with-flood":                 "beside the flood",
 }

@@ -86,7 +86,9 @@ func ratioOf(a, b Result) (med, lo, hi float64, n int, ok bool) {
 }
 
 // Ratios pairs every uraid result with md's result of the same level and
-// measurement ("uraid-raid10-async" with "md-raid10").
+// measurement ("uraid-raid10-async" with "md-raid10"). Results that are
+// better neither way (Better "none": what was measured on, such as the
+// filesystem's used bytes under a reshape, or a setting) are not compared.
 func (s *Suite) Ratios() []Ratio {
 	md := map[string]Result{}
 	for _, r := range s.Results {
@@ -97,7 +99,7 @@ func (s *Suite) Ratios() []Ratio {
 	var out []Ratio
 	for _, r := range s.Results {
 		level, ok := uraidLevel(r.System)
-		if !ok {
+		if !ok || r.Better == "none" {
 			continue
 		}
 		m, ok := md[level+"|"+r.Key()]

@@ -68,6 +68,7 @@ func run() error {
 				"each run warms up for a second, then the counters are read around each fio job (no ramp)",
 			"slow drive (f)": bench.SlowDrive.String() + ", member 0 of the RAID10",
 			"rebuild (g)":    bench.RebuildSetting(*quick),
+			"reshape (k)":    bench.ReshapeSetting(*quick),
 			"drive (h)": bench.SeedDrive.String() + ", member 0 of the RAID10, the others instant; uraid with no TRIM flag " +
 				"(learned) against --trim-gap " + fmt.Sprint(bench.B2BGaps) + ", every array fresh in each repetition, in turn",
 			"drive (i)": bench.FloodDrive.String() + ", member 0 of the RAID10 (the others instant simulated SSDs), one ublk queue of " +
