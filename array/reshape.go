@@ -287,12 +287,23 @@ func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old i
 // resumeReshape takes up the reshape the newest of sbs carries, on the members its slot table
 // names, which must all be among opened.
 func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o ReshapeOptions) (ReshapeReport, error) {
+	r, err := openReshape(name, opened, sbs, o.logger())
+	if err != nil {
+		return ReshapeReport{}, err
+	}
+	return r.run()
+}
+
+// openReshape prepares the reshape the newest of sbs carries, on the members its slot table
+// names, which must all be among opened: its plan, its members by slot and the old array's
+// region map, checked against the persisted state. It writes nothing.
+func openReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, logger *slog.Logger) (*reshaper, error) {
 	newest := newestReshape(sbs)
 	ref := *newest
 	if ref.Name != name {
-		return ReshapeReport{}, fmt.Errorf("reshape: the members belong to array %q, not %q", ref.Name, name)
+		return nil, fmt.Errorf("reshape: the members belong to array %q, not %q", ref.Name, name)
 	}
-	log := o.logger().With("array", name)
+	log := logger.With("array", name)
 	members := make([]*raid.Member, ref.Members)
 	uuids := make([]raid.UUID, ref.Members)
 	events := make([]uint64, ref.Members)
@@ -311,7 +322,7 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 		if members[j] != nil {
 			// Two devices of one member UUID (a copy of a member): the newer is the member.
 			if ms.SB.Events == events[j] {
-				return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: %s and %s both claim slot %d with events %d: leave the copy out",
+				return nil, fmt.Errorf("reshape array %s: %w: %s and %s both claim slot %d with events %d: leave the copy out",
 					name, ErrReshape, members[j].Path, ms.Path, j, events[j])
 			}
 			if ms.SB.Events < events[j] {
@@ -325,11 +336,11 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 	need := int64(ref.DataOffset + ref.DataSize)
 	for j, m := range members {
 		if m == nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: slot %d of the reshape from %d to %d members has no device: a reshape resumes with every member, old and new (name them all)",
+			return nil, fmt.Errorf("reshape array %s: %w: slot %d of the reshape from %d to %d members has no device: a reshape resumes with every member, old and new (name them all)",
 				name, ErrReshape, j, ref.Reshape.OldMembers, ref.Members)
 		}
 		if m.Size < need {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: member %s (slot %d): %w: it holds %d bytes, the array's data ends at %d: it shrank or is not the device that was in the array (nothing written)",
+			return nil, fmt.Errorf("reshape array %s: %w: member %s (slot %d): %w: it holds %d bytes, the array's data ends at %d: it shrank or is not the device that was in the array (nothing written)",
 				name, ErrReshape, m.Path, j, raid.ErrTooSmall, m.Size, need)
 		}
 	}
@@ -342,19 +353,19 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 	}
 	plan, err := reshape.New(raid.MapGeometry(&oldSB), to, reshape.Config{MaxWindowBytes: int64(ref.Reshape.WindowKiB) << 10})
 	if err != nil {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
+		return nil, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
 	if err := plan.Check(ref.Reshape.State); err != nil {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
+		return nil, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
 	r := &reshaper{log: log, sb: ref, members: members, uuids: uuids, plan: plan}
 	r.report.Resumed = true
 	if err := r.loadRegions(old, ref.Reshape.State.Done); err != nil {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
+		return nil, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
 	r.log.Info("reshape resumed", "from_members", old, "to_members", len(members),
 		"cursor", ref.Reshape.State.Cursor, "end", plan.End(), "backup", ref.Reshape.State.Backup.Length(), "done", ref.Reshape.State.Done)
-	return r.run()
+	return r, nil
 }
 
 // loadRegions reads the old array's region map from the old members (the reshape leaves their
@@ -670,13 +681,15 @@ func (r *reshaper) finish() error {
 	return nil
 }
 
-// resumeBeforeAssembly finishes the reshape the newest of sbs carries, if any, offline, and
-// returns the superblocks read again; sbs as they are when there is none.
+// resumeBeforeAssembly finishes the reshape the newest of sbs carries, if it is persisted done
+// (what is left is the region map of the new size and the last superblocks), offline, and
+// returns the superblocks read again; sbs as they are when there is none. One not done resumes
+// while the array serves (assembleReshaping).
 func resumeBeforeAssembly(name string, opened []*raid.Member, sbs []raid.MemberSB, o Options) ([]raid.MemberSB, error) {
-	if newestReshape(sbs) == nil {
+	if newest := newestReshape(sbs); newest == nil || !newest.Reshape.State.Done {
 		return sbs, nil
 	}
-	o.logger().Info("assemble: the members carry a reshape under way: resuming it before the array serves", "array", name)
+	o.logger().Info("assemble: the members carry a reshape persisted done: finishing it before the array serves", "array", name)
 	if _, err := resumeReshape(name, opened, sbs, ReshapeOptions{Log: o.logger()}); err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}

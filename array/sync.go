@@ -342,6 +342,11 @@ func (s *syncer) startJob(action string, opts SyncOptions, from int, t rebuildTa
 	if opts.MaxRate > 0 && opts.MaxRate < opts.Floor {
 		opts.Floor = opts.MaxRate
 	}
+	if o := s.a.reshaping(); o != nil {
+		// The jobs walk the regions by one layout; a reshape moves them from one to another.
+		return fmt.Errorf("array %s: %s: %w: wait for it to finish (uraid wait %s); a resync the array needs runs by itself then",
+			s.a.Name, action, ErrReshaping, s.a.Name)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur != nil {
