@@ -168,8 +168,20 @@ type reshaper struct {
 
 // startReshape vets a new reshape of the members sbs[:old] by the devices after them, and runs it.
 func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old int, o ReshapeOptions) (ReshapeReport, error) {
-	fail := func(err error) (ReshapeReport, error) {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: %w (nothing written)", name, err)
+	r, err := commitReshape(name, opened, sbs, old, o)
+	if err != nil {
+		return ReshapeReport{}, err
+	}
+	return r.run()
+}
+
+// commitReshape vets a new reshape of the members sbs[:old] by the devices after them and
+// commits it: the new members' superblocks, then the old ones' (the commit), at cursor 0. It
+// writes nothing on a refusal; with an error, a reshaper is returned once the commit has begun
+// on the old members (some may carry it).
+func commitReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old int, o ReshapeOptions) (*reshaper, error) {
+	fail := func(err error) (*reshaper, error) {
+		return nil, fmt.Errorf("reshape array %s: %w (nothing written)", name, err)
 	}
 	if len(sbs) == old {
 		return fail(fmt.Errorf("%w: no device to add: name the new members with --add", ErrReshape))
@@ -271,17 +283,17 @@ func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old i
 	r.sb.UpdateTime = time.Now().UnixNano()
 	for i := old; i < newN; i++ {
 		if err := r.writeSuperblock(i); err != nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: new member %s: %w (the array is as it was; the new devices may carry a half-written superblock)", name, members[i].Path, err)
+			return nil, fmt.Errorf("reshape array %s: new member %s: %w (the array is as it was; the new devices may carry a half-written superblock)", name, members[i].Path, err)
 		}
 	}
 	hit(FailpointReshapeCommit)
 	for i := range old {
 		if err := r.writeSuperblock(i); err != nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: commit on member %s: %w (run uraid grow %s --add again with the same devices to resume)", name, members[i].Path, err, name)
+			return r, fmt.Errorf("reshape array %s: commit on member %s: %w (run uraid grow %s --add again with the same devices to resume)", name, members[i].Path, err, name)
 		}
 	}
 	r.log.Info("reshape started", "from_members", old, "to_members", newN, "old_size", plan.From().Size(), "new_size", plan.To().Size())
-	return r.run()
+	return r, nil
 }
 
 // resumeReshape takes up the reshape the newest of sbs carries, on the members its slot table

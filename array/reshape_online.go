@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -241,7 +242,8 @@ func (o *onlineReshape) discard(p reshape.Position, off, n int64, gran []mapping
 		if z == reshape.ZoneWait {
 			return dst, fmt.Errorf("reshape: a discard of %d+%d admitted into the window [%d, %d)", off, l, p.Cursor, p.WindowEnd)
 		}
-		if dst, err = o.plan.Map(z).Discard(off, l, gran, dst); err != nil {
+		mp := o.plan.Map(z)
+		if dst, err = mp.Discard(off, l, gran[:mp.Members()], dst); err != nil {
 			return dst, err
 		}
 		off += l
@@ -626,4 +628,78 @@ func containsMember(list []*raid.Member, m *raid.Member) bool {
 		}
 	}
 	return false
+}
+
+// StartReshape widens the served raid0 or raid10 (n2, o2) by the devices at add: it vets and
+// commits the reshape exactly as Reshape does for a stopped array (the new members' superblocks,
+// then the old ones', at cursor 0), and writes nothing on a refusal. The array must be quiet and
+// marked clean (MarkClean: no request in flight, the region map clean), as a hand-over leaves it.
+//
+// This Array was built for the old members: from the commit on it writes no superblock, and must
+// be closed and the members assembled again, old and new, which serves the array while the
+// reshape runs (every per-member structure of a served array is sized when it is assembled; the
+// hand-over is the moment none of it is in use).
+func (a *Array) StartReshape(add []string, o ReshapeOptions) error {
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	switch {
+	case a.reshaping() != nil:
+		return fmt.Errorf("array %s: %w already: wait for it to finish (uraid wait %s)", a.Name, ErrReshaping, a.Name)
+	case a.superseded.Load():
+		return fmt.Errorf("array %s: %w", a.Name, errSuperseded)
+	case a.Degraded():
+		return fmt.Errorf("array %s: %w: a member has failed or is missing: bring it back and let the rebuild finish first", a.Name, ErrReshape)
+	}
+	if a.syncer != nil {
+		if job := a.syncer.busyWith(); job != "" {
+			return fmt.Errorf("array %s: %w: a %s runs: wait for it (uraid wait %s) first", a.Name, ErrReshape, job, a.Name)
+		}
+	}
+	if err := raid.CheckNamedOnce(add); err != nil {
+		return fmt.Errorf("array %s: %w", a.Name, err)
+	}
+	add = raid.StablePaths(add)
+	a.membersMu.Lock()
+	spares := len(a.spares)
+	members := append([]*raid.Member(nil), a.members...)
+	a.membersMu.Unlock()
+	if spares > 0 {
+		return fmt.Errorf("array %s: %w: the array has %d spares: remove them (uraid remove) first", a.Name, ErrReshape, spares)
+	}
+	var adds []*raid.Member
+	defer func() {
+		for _, m := range adds {
+			m.Close() // the successor opens them again
+		}
+	}()
+	var sbs []raid.MemberSB
+	for _, m := range members {
+		sb, err := raid.ReadSuperblock(m.File)
+		if err != nil {
+			return fmt.Errorf("array %s: member %s: %w", a.Name, m.Path, err)
+		}
+		sbs = append(sbs, raid.MemberSB{Path: m.Path, SB: sb})
+	}
+	for _, p := range add {
+		if slices.ContainsFunc(members, func(m *raid.Member) bool { return m.Path == p }) {
+			return fmt.Errorf("array %s: %w: %s is a member already", a.Name, ErrReshape, p)
+		}
+		m, err := raid.OpenMember(p)
+		if err != nil {
+			return fmt.Errorf("array %s: %w", a.Name, err)
+		}
+		adds = append(adds, m)
+		sbs = append(sbs, raid.MemberSB{Path: p})
+	}
+	if o.Log == nil {
+		o.Log = a.opts.logger()
+	}
+	if r, err := commitReshape(a.Name, append(members, adds...), sbs, len(members), o); err != nil {
+		if r != nil {
+			a.superseded.Store(true) // some old members may carry the commit
+		}
+		return err
+	}
+	a.superseded.Store(true)
+	return nil
 }

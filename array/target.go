@@ -437,6 +437,7 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 	t.disc.Extents = exts
 	if err != nil {
 		a.reshapeEnd(r, t)
+		a.log.Error("discard not mapped; the request fails", "offset", r.Offset, "length", r.Length, "err", err)
 		r.Complete(-int32(unix.EIO))
 		return
 	}

@@ -1,0 +1,426 @@
+package array
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"uraid/internal/failpoint"
+	"uraid/internal/testutil/raidtest"
+	"uraid/internal/testutil/ublktest"
+	"uraid/mapping"
+	"uraid/ublk"
+)
+
+// TestReshapeOnline widens raid0, raid10 n2 and raid10 o2 arrays of 4 members, filled and a fifth
+// of their regions trimmed, to 5 and 6 members while 8 clients (one per tag of the queue, each
+// owning every 8th 64 KiB slice of the array) read, write and discard at random, half of them
+// near the reshape's cursor, each read checked against a model of the bytes. The job is held at
+// each step's start and at its write phase until the clients have done a few more requests, so
+// that requests arrive in every window. Then, once per failpoint, the same with power cuts (a
+// copy of the members' files) at the failpoint's first hit and at a later one: each cut is
+// assembled, which resumes the reshape online, and every live block is checked on every copy at
+// its new place: the copies agree and hold what was acknowledged before the cut or what was
+// being written during it.
+func TestReshapeOnline(t *testing.T) {
+	for _, c := range []arrayCase{
+		{mapping.RAID0, mapping.NoLayout, 4, 64 << 10},
+		{mapping.RAID10, mapping.Near2, 4, 64 << 10},
+		{mapping.RAID10, mapping.Offset2, 4, 64 << 10},
+	} {
+		for _, add := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%v-to-%d", c, c.n+add), func(t *testing.T) {
+				testReshapeOnline(t, c, add)
+			})
+		}
+	}
+}
+
+func testReshapeOnline(t *testing.T, c arrayCase, add int) {
+	rc := trimmedArray(t, c, add)
+	n := c.n + add
+	seed := uint64(n)<<8 | uint64(c.layout)
+
+	counts := map[string]int{}
+	var mu sync.Mutex
+	w := runOnline(t, rc, c.n, seed, func(_ *onlineWork, name string) {
+		mu.Lock()
+		counts[name]++
+		mu.Unlock()
+	})
+	st := w.status
+	t.Logf("%v to %d online: %d steps, %d requests (%d reads checked), read %d, wrote %d, discarded %d",
+		c, n, st.Steps, w.requests, w.readsChecked, st.ReadBytes, st.WriteBytes, st.DiscardBytes)
+	require.Positive(t, w.parkedSeen, "no request ever waited for a window")
+	for _, name := range reshapeFailpoints {
+		if name == FailpointReshapeCommit || c.level == mapping.RAID0 && name == FailpointReshapeMap {
+			continue // the commit is StartReshape's, before the array serves; raid0 has no map
+		}
+		require.Positive(t, counts[name], "failpoint %s never hit", name)
+	}
+	checkOnline(t, w.model, w.paths, n, cutModel{})
+
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for _, name := range reshapeFailpoints {
+		hits := counts[name]
+		if hits == 0 || name == FailpointReshapeCommit {
+			continue
+		}
+		later := 1 + max(1, hits/2+rng.IntN(max(1, hits/2)))
+		t.Run(name, func(t *testing.T) {
+			var cuts []cutModel
+			seen := 0
+			w := runOnline(t, rc, c.n, seed+uint64(len(name)), func(w *onlineWork, at string) {
+				if at != name {
+					return
+				}
+				if seen++; seen == 1 || seen == later {
+					cuts = append(cuts, w.cut(t))
+				}
+			})
+			require.NotEmpty(t, cuts)
+			for _, cut := range cuts {
+				checkOnline(t, w.model, cut.paths, n, cut)
+			}
+		})
+	}
+}
+
+// onlineBlock is the unit the clients write, discard and check.
+const onlineBlock = 4096
+
+// onlineWork is one run of a reshape under load: the members, and the model of what the clients
+// wrote. Block b's content at version v is a function of b and v (version 0: what the array held
+// before); a dead block (discarded, or trimmed before) is not checked until it is written again.
+type onlineWork struct {
+	a     *Array
+	paths []string
+	base  []byte // the array's bytes before (version 0)
+	dead0 []bool
+
+	mu     sync.Mutex
+	model  *onlineModel
+	status ReshapeJob
+
+	requests, readsChecked, parkedSeen int
+	completed                          int // under mu, for the job's holds
+}
+
+type onlineModel struct {
+	base     []byte
+	acked    []int32 // per block: the version last acknowledged
+	issued   []int32 // per block: the version last sent
+	dead     []bool  // per block: discarded (from its discard's start) or trimmed before
+	deadSeq  []int64 // per block: the op number of its last discard's start
+	ops      int64
+	versions []int32 // per block: the last version handed out
+}
+
+// cutModel is what a power cut left: the files, and per block the versions it may hold.
+type cutModel struct {
+	paths  []string
+	acked  []int32 // at the cut's start
+	issued []int32 // by its end
+	dead   []bool  // dead at its start, or discarded during it
+}
+
+func (w *onlineWork) cut(t *testing.T) cutModel {
+	w.mu.Lock()
+	c := cutModel{acked: slices.Clone(w.model.acked), dead: slices.Clone(w.model.dead)}
+	ops := w.model.ops
+	w.mu.Unlock()
+	c.paths = snapshot(t, w.paths)
+	w.mu.Lock()
+	c.issued = slices.Clone(w.model.issued)
+	for b, s := range w.model.deadSeq {
+		if s > ops {
+			c.dead[b] = true
+		}
+	}
+	w.mu.Unlock()
+	return c
+}
+
+// blockContent is block b's bytes at version v.
+func blockContent(base []byte, b int64, v int32, dst []byte) {
+	if v == 0 {
+		copy(dst, base[b*onlineBlock:][:onlineBlock])
+		return
+	}
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], uint64(b))
+	binary.LittleEndian.PutUint32(key[8:], uint32(v))
+	_, _ = rand.NewChaCha8(key).Read(dst[:onlineBlock])
+	binary.LittleEndian.PutUint64(dst, uint64(b))
+	binary.LittleEndian.PutUint32(dst[8:], uint32(v))
+}
+
+// runOnline commits a reshape of rc's members by its new devices (copies of them) on the served
+// array, assembles the members again, which serves while the reshape runs, and runs the clients
+// until it is done. hook hears every failpoint the job hits (on the job's goroutine).
+func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *onlineWork, name string)) *onlineWork {
+	t.Helper()
+	paths := snapshot(t, append(slices.Clip(rc.paths), rc.adds...))
+	{
+		a, err := Assemble("t", paths[:old], Options{Queues: 1, Depth: 8})
+		require.NoError(t, err)
+		require.NoError(t, a.StartReshape(paths[old:], ReshapeOptions{MaxWindowBytes: reshapeWindow}))
+		require.ErrorIs(t, a.StartReshape(paths[old:], ReshapeOptions{}), errSuperseded)
+		require.NoError(t, a.Close())
+	}
+	a, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	size := a.Map().Size()
+	blocks := size / onlineBlock
+	w := &onlineWork{a: a, paths: paths, base: rc.model}
+	m := &onlineModel{base: rc.model, acked: make([]int32, blocks), issued: make([]int32, blocks), dead: make([]bool, blocks),
+		deadSeq: make([]int64, blocks), versions: make([]int32, blocks)}
+	for b := range blocks {
+		m.dead[b] = rc.dead[b]
+	}
+	w.model = m
+	o := a.rsJob
+	require.NotNil(t, o)
+	if a.syncer != nil {
+		require.ErrorIs(t, a.StartSync(SyncCheck, SyncOptions{}), ErrReshaping, "no check while the layout moves")
+	}
+
+	// The job waits at each step's start and write phase until the clients did a few more
+	// requests, or every tag waits for the window.
+	holdFor := func() {
+		w.mu.Lock()
+		want := w.completed + 3
+		w.mu.Unlock()
+		for {
+			w.mu.Lock()
+			done := w.completed >= want
+			w.mu.Unlock()
+			o.mu.Lock()
+			parked := 0
+			for x := o.waiters; x != nil; x = x.rsNext {
+				parked++
+			}
+			o.mu.Unlock()
+			if done || parked == 8 {
+				return
+			}
+			time.Sleep(50 * time.Microsecond) // polling a state; nothing depends on how long
+		}
+	}
+	failpoint.Set(func(name string, _ failpoint.Span) {
+		if hook != nil {
+			hook(w, name)
+		}
+		if name == FailpointReshapeWrite || name == FailpointReshapeBackup {
+			holdFor()
+		}
+	})
+	defer failpoint.Set(nil)
+
+	h := harness(t, a)
+	require.NoError(t, a.MarkDirty())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	type op struct {
+		kind     ublk.Op
+		off, len int64
+		vers     []int32
+	}
+	ops := make([]op, 8)
+	const slice = 64 << 10
+	slices8 := size / slice
+	pick := func(tag int) (int64, int64) {
+		// A slice of the tag's own, half the time near the cursor.
+		var s int64
+		if rng.IntN(2) == 0 {
+			o.mu.Lock()
+			cur := o.pos.Cursor
+			o.mu.Unlock()
+			s = min(slices8-1, max(0, (cur-slice*4+rng.Int64N(slice*8))/slice))
+		} else {
+			s = rng.Int64N(slices8)
+		}
+		s = s - s%8 + int64(tag)
+		if s >= slices8 {
+			s -= 8
+		}
+		nb := 1 + rng.Int64N(slice/onlineBlock)
+		first := rng.Int64N(slice/onlineBlock - nb + 1)
+		return s*slice + first*onlineBlock, nb * onlineBlock
+	}
+	start := func(tag int) {
+		off, n := pick(tag)
+		x := op{off: off, len: n}
+		first := off / onlineBlock
+		w.mu.Lock()
+		switch r := rng.IntN(10); {
+		case r < 4:
+			x.kind = ublk.OpRead
+		case r < 9:
+			x.kind = ublk.OpWrite
+			buf := h.Buf(uint16(tag))
+			for b := range n / onlineBlock {
+				m.versions[first+b]++
+				v := m.versions[first+b]
+				x.vers = append(x.vers, v)
+				m.issued[first+b] = v
+				blockContent(m.base, first+b, v, buf[b*onlineBlock:])
+			}
+		default:
+			x.kind = ublk.OpDiscard
+			m.ops++
+			for b := range n / onlineBlock {
+				m.dead[first+b] = true
+				m.deadSeq[first+b] = m.ops
+			}
+		}
+		m.ops++
+		w.mu.Unlock()
+		ops[tag] = x
+		require.NoError(t, h.Start(uint16(tag), ublk.HarnessRequest{Op: x.kind, Offset: off, Length: n}))
+	}
+	finish := func(tag int, res int32) {
+		x := ops[tag]
+		first := x.off / onlineBlock
+		want := int32(x.len)
+		if x.kind == ublk.OpDiscard {
+			want = 0
+		}
+		require.Equal(t, want, res, "%v at %d+%d", x.kind, x.off, x.len)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.requests++
+		w.completed++
+		switch x.kind {
+		case ublk.OpWrite:
+			for b, v := range x.vers {
+				m.acked[first+int64(b)] = v
+				m.dead[first+int64(b)] = false
+			}
+		case ublk.OpRead:
+			got := h.Buf(uint16(tag))
+			exp := make([]byte, onlineBlock)
+			for b := range x.len / onlineBlock {
+				if m.dead[first+b] {
+					continue
+				}
+				blockContent(m.base, first+b, m.acked[first+b], exp)
+				if !bytes.Equal(exp, got[b*onlineBlock:][:onlineBlock]) {
+					t.Fatalf("read of block %d (array byte %d) during the reshape: not version %d", first+b, (first+b)*onlineBlock, m.acked[first+b])
+				}
+				w.readsChecked++
+			}
+		}
+	}
+	for tag := range 8 {
+		start(tag)
+	}
+	for {
+		tag, res, err := h.Wait()
+		require.NoError(t, err)
+		finish(int(tag), res)
+		st, _ := a.ReshapeStatus()
+		if st.State != ReshapeRunning {
+			break
+		}
+		o.mu.Lock()
+		if o.waiters != nil {
+			w.parkedSeen++
+		}
+		o.mu.Unlock()
+		start(int(tag))
+	}
+	for range 7 {
+		tag, res, err := h.Wait()
+		require.NoError(t, err)
+		finish(int(tag), res)
+	}
+	a.WaitReshape()
+	st, _ := a.ReshapeStatus()
+	require.Equal(t, ReshapeDone, st.State, "%s", st.Why)
+	w.status = st
+	require.Greater(t, a.Map().Size(), size, "the array has its new size")
+	require.Equal(t, a.Map().Size(), a.Params().Size)
+	// Reads after the reshape, by the new layout.
+	for off := int64(0); off < size; off += harnessMaxIO {
+		l := min(harnessMaxIO, size-off)
+		got := ublktest.Read(t, h, off, int(l))
+		exp := make([]byte, onlineBlock)
+		for b := range l / onlineBlock {
+			blk := off/onlineBlock + b
+			if m.dead[blk] {
+				continue
+			}
+			blockContent(m.base, blk, m.acked[blk], exp)
+			require.True(t, bytes.Equal(exp, got[b*onlineBlock:][:onlineBlock]), "block %d after the reshape", blk)
+		}
+	}
+	ublktest.Flush(t, h)
+	require.NoError(t, h.Close())
+	a.DrainDiscards()
+	failpoint.Set(nil)
+	require.NoError(t, a.MarkClean())
+	require.NoError(t, a.Close())
+	return w
+}
+
+// checkOnline assembles paths (resuming a reshape cut short, online, and the resync its cut may
+// need), and checks every live block on every copy at its place in the new layout: the copies
+// agree, and hold a version the cut allows (cut zero: the model's acknowledged one).
+func checkOnline(t *testing.T, m *onlineModel, paths []string, n int, cut cutModel) {
+	t.Helper()
+	b := assembleResumed(t, paths)
+	require.Len(t, b.members, n)
+	require.Nil(t, b.Superblock().Reshape)
+	if b.syncer != nil {
+		require.NoError(t, b.MarkDirty()) // a resync the cut needs runs now
+		b.WaitSync()
+	}
+	require.NoError(t, b.MarkClean())
+	mp := b.Map()
+	require.Equal(t, n, mp.Members())
+	require.NoError(t, b.Close())
+	files := make([][]byte, n)
+	for _, p := range paths {
+		sb := raidtest.Superblock(t, p)
+		require.Nil(t, sb.Reshape, "%s carries a reshape after the next update", p)
+		f, err := os.ReadFile(p)
+		require.NoError(t, err)
+		files[sb.Index] = f[sb.DataOffset:]
+	}
+	acked, issued, dead := m.acked, m.acked, m.dead
+	if cut.paths != nil {
+		acked, issued, dead = cut.acked, cut.issued, cut.dead
+	}
+	exp := make([]byte, onlineBlock)
+	var ext []mapping.Extent
+	var err error
+	for blk := range int64(len(acked)) {
+		if dead[blk] {
+			continue
+		}
+		ext, err = mp.Write(blk*onlineBlock, onlineBlock, ext[:0])
+		require.NoError(t, err)
+		first := files[ext[0].Member][ext[0].Offset:][:onlineBlock]
+		for j, e := range ext[1:] {
+			got := files[e.Member][e.Offset:][:onlineBlock]
+			require.True(t, bytes.Equal(first, got), "block %d: copy %d on member %d differs from the first", blk, j+1, e.Member)
+		}
+		v := int32(binary.LittleEndian.Uint32(first[8:]))
+		if binary.LittleEndian.Uint64(first) != uint64(blk) || v < acked[blk] || v > issued[blk] {
+			v = acked[blk] // the version 0 of the block, or what it should be
+		}
+		blockContent(m.base, blk, v, exp)
+		if !bytes.Equal(exp, first) {
+			t.Fatalf("block %d (array byte %d) on member %d at %d: neither the version acknowledged (%d) nor one sent by the cut's end (%d)",
+				blk, blk*onlineBlock, ext[0].Member, ext[0].Offset, acked[blk], issued[blk])
+		}
+	}
+}
