@@ -145,9 +145,10 @@ test-planted:
 # its safe distance; its model test (a cut at every step) and its step property test find it.
 # reshapeorder: the array's offline reshape persisting a step's state before its home writes;
 # the harness does not reshape yet, TestReshape's cuts at each step's write phase find it.
-# Seconds, no FUSE.
+# reshapepark: the online reshape letting a write into a step's window; TestReshapeOnline's reads
+# of the clients' own blocks find it in the first steps. Seconds, no FUSE.
 PLANT_UNIT ?= steer:./discard/:TestBeginReadSteers,TestLearnsExclusiveAndSteersAway reshapewindow:./reshape/:TestModelCrashAtEveryStep,TestPropertySteps \
-	reshapeorder:./array/:TestReshape
+	reshapeorder:./array/:TestReshape reshapepark:./array/:TestReshapeOnline
 test-planted-unit:
 	@failed=; for e in $(PLANT_UNIT); do d=$${e%%:*}; rest=$${e#*:}; pkg=$${rest%%:*}; tests=$${rest#*:}; \
 		out=$$(URAID_PLANT=$$d $(GO) test -count=1 -tags uraid_plant -run "^($$(echo $$tests | tr , '|'))$$" $$pkg 2>&1); \

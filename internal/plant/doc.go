@@ -60,6 +60,10 @@
 //	reshapeorder the array's reshape persists a step's state before the step's home writes:
 //	          a cut before they reach the members resumes past a window whose new home holds
 //	          nothing (array/reshape.go; TestReshape's cuts at reshape-write find it)
+//	reshapepark the online reshape lets a write into the window of the step under way instead of
+//	          parking it: it lands on the old places the step already read, and the step's copy
+//	          over the new ones, which reads go to once the step is persisted, loses it
+//	          (array/reshape_online.go; TestReshapeOnline's reads find it)
 //	appendorder an append to a linear array commits on the old members before the new member's
 //	          superblock is written: cut between the two, the array counts a member no device
 //	          claims, and cannot run
