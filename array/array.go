@@ -356,6 +356,10 @@ func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (
 		events:        newEventQueue(),
 	}
 	a.mp.Store(m)
+	if l.reshape != nil {
+		a.rsJob = newOnlineReshape(a, l.reshape)
+		a.rs.Store(a.rsJob) // before the readability check, which asks both layouts
+	}
 	for i, mem := range members {
 		a.dataOff[i] = int64(sb.DataOffset)
 		if mem == nil {
@@ -415,10 +419,6 @@ func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (
 			a.shadowSet(int(slot), m)
 		}
 	}
-	if l.reshape != nil {
-		a.rsJob = newOnlineReshape(a, l.reshape)
-		a.rs.Store(a.rsJob)
-	}
 	return a, nil
 }
 
@@ -446,37 +446,48 @@ func (a *Array) states() []MemberState {
 	return st
 }
 
-// readableIn reports whether every byte has a copy on a member that is active in st.
+// readableIn reports whether every byte has a copy on a member that is active in st: by both
+// layouts while a reshape runs, the bytes below its cursor being in the new one.
 func (a *Array) readableIn(st []MemberState) bool {
 	ok := func(i int) bool { return st[i] == MemberActive }
-	switch a.sb.Level {
-	case mapping.RAID1, mapping.RAID10:
-		// A piece is lost when every copy of it is down.
-		return a.probePieces(func(p *mapping.Piece) bool {
-			return slices.ContainsFunc(p.Copies[:p.N], func(e mapping.Extent) bool { return ok(e.Member) })
-		})
-	default:
-		for i := range a.Map().Members() {
-			if !ok(i) {
+	maps := []*mapping.Map{a.Map()}
+	if o := a.reshaping(); o != nil {
+		maps = append(maps, o.plan.To())
+	}
+	for _, m := range maps {
+		switch a.sb.Level {
+		case mapping.RAID1, mapping.RAID10:
+			// A piece is lost when every copy of it is down.
+			if !probePieces(m, func(p *mapping.Piece) bool {
+				return slices.ContainsFunc(p.Copies[:p.N], func(e mapping.Extent) bool { return ok(e.Member) })
+			}) {
 				return false
 			}
+		default:
+			for i := range m.Members() {
+				if !ok(i) {
+					return false
+				}
+			}
 		}
-		return true
 	}
+	return true
 }
 
 // probePieces calls f with a piece of each placement of copies the layout makes, until f returns
 // false, and reports whether it never did: one row of chunks per member pair covers every
 // placement of raid10's layouts; raid1's pieces all have the same copies.
-func (a *Array) probePieces(f func(p *mapping.Piece) bool) bool {
+func (a *Array) probePieces(f func(p *mapping.Piece) bool) bool { return probePieces(a.Map(), f) }
+
+func probePieces(m *mapping.Map, f func(p *mapping.Piece) bool) bool {
 	var pieces [1]mapping.Piece
-	unit := a.Map().ChunkBytes()
+	unit := m.ChunkBytes()
 	if unit <= 0 {
 		unit = mapping.SectorBytes
 	}
-	rows := min(a.Map().Size()/unit, int64(2*a.Map().Members()))
+	rows := min(m.Size()/unit, int64(2*m.Members()))
 	for c := range rows {
-		ps, err := a.Map().Read(c*unit, unit, pieces[:0])
+		ps, err := m.Read(c*unit, unit, pieces[:0])
 		if err != nil || len(ps) == 0 || !f(&ps[0]) {
 			return false
 		}

@@ -299,7 +299,7 @@ func commitReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old 
 // resumeReshape takes up the reshape the newest of sbs carries, on the members its slot table
 // names, which must all be among opened.
 func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o ReshapeOptions) (ReshapeReport, error) {
-	r, err := openReshape(name, opened, sbs, o.logger())
+	r, err := openReshape(name, opened, sbs, o.logger(), false)
 	if err != nil {
 		return ReshapeReport{}, err
 	}
@@ -309,7 +309,11 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 // openReshape prepares the reshape the newest of sbs carries, on the members its slot table
 // names, which must all be among opened: its plan, its members by slot and the old array's
 // region map, checked against the persisted state. It writes nothing.
-func openReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, logger *slog.Logger) (*reshaper, error) {
+//
+// degraded lets slots of a raid10 be missing (the array serves without them, the reshape paused,
+// if every byte still has a copy in both layouts: newArray checks); without it every member, old
+// and new, must be there.
+func openReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, logger *slog.Logger, degraded bool) (*reshaper, error) {
 	newest := newestReshape(sbs)
 	ref := *newest
 	if ref.Name != name {
@@ -347,6 +351,10 @@ func openReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, logger
 	}
 	need := int64(ref.DataOffset + ref.DataSize)
 	for j, m := range members {
+		if m == nil && degraded && ref.Level.Redundant() {
+			log.Warn("reshape: slot missing: the array serves degraded and the reshape waits for every member", "slot", j)
+			continue
+		}
 		if m == nil {
 			return nil, fmt.Errorf("reshape array %s: %w: slot %d of the reshape from %d to %d members has no device: a reshape resumes with every member, old and new (name them all)",
 				name, ErrReshape, j, ref.Reshape.OldMembers, ref.Members)
@@ -361,7 +369,9 @@ func openReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, logger
 	oldSB.Members = uint32(old)
 	to := raid.MapGeometry(&ref)
 	for i := old; i < len(members); i++ {
-		to.MemberBytes[i] = (members[i].Size - int64(ref.DataOffset)) / mapping.SectorBytes * mapping.SectorBytes
+		if members[i] != nil {
+			to.MemberBytes[i] = (members[i].Size - int64(ref.DataOffset)) / mapping.SectorBytes * mapping.SectorBytes
+		}
 	}
 	plan, err := reshape.New(raid.MapGeometry(&oldSB), to, reshape.Config{MaxWindowBytes: int64(ref.Reshape.WindowKiB) << 10})
 	if err != nil {
@@ -438,6 +448,9 @@ func (r *reshaper) loadRegions(old int, done bool) error {
 func loadMapAreas(uuid raid.UUID, size, dataOff int64, members []*raid.Member) (*region.Map, region.Report, error) {
 	var areas [][]byte
 	for _, mem := range members {
+		if mem == nil {
+			continue // a slot missing from a degraded array
+		}
 		buf := raid.AlignedBytes(int(dataOff - mapAreaOffset))
 		if _, err := mem.File.ReadAt(buf, mapAreaOffset); err != nil {
 			return nil, region.Report{}, fmt.Errorf("member %s: read region map: %w", mem.Path, err)

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/failpoint"
 	"uraid/internal/plant"
 	"uraid/mapping"
 	"uraid/raid"
@@ -293,8 +294,9 @@ func (o *onlineReshape) run() {
 			}
 			return
 		}
-		if a.Degraded() {
-			o.pause("a member failed or is missing: the reshape waits at a step boundary, the array serves degraded; stop the array and assemble it with every member to resume")
+		if a.Degraded() && st.Backup.Length() == 0 {
+			// (A persisted backup is restored first, if it can be: its window waits for it.)
+			o.pause("a member failed or is missing: the reshape waits at a step boundary and the array serves degraded; it resumes once the array is assembled with every member in service (a member recorded failed cannot rejoin during a reshape yet: that needs a rebuild, which waits for the reshape)")
 			return
 		}
 		if err := o.step(st); err != nil {
@@ -340,7 +342,16 @@ func (o *onlineReshape) step(st reshape.State) error {
 		return fmt.Errorf("reshape: the step planned [%d, %d) %v, then [%d, %d) %v", from, to, kind, s.From, s.To, s.Kind)
 	}
 	if err := o.do(s); err != nil {
-		o.release(o.persisted())
+		st := o.persisted()
+		if st.Backup.Length() != 0 {
+			// The window's old places are no longer to be trusted, and its backup could not
+			// be written home: its requests fail rather than wait for a restore that may never
+			// come (a stop and an assembly with every member tries it again).
+			o.mu.Lock()
+			o.broken = true
+			o.mu.Unlock()
+		}
+		o.release(st)
 		return fmt.Errorf("%v step [%d, %d): %w", kind, from, to, err)
 	}
 	o.release(s.After)
@@ -420,7 +431,7 @@ func (o *onlineReshape) do(s *reshape.Step) error {
 	held := min(s.To, o.plan.From().Size()) - s.From
 	switch s.Kind {
 	case reshape.BackupCopy:
-		hit(FailpointReshapeBackup)
+		hitWindow(FailpointReshapeBackup, s)
 		for _, e := range s.BackupWrites {
 			hit(FailpointReshapeIO)
 			if err := o.writeExtent(e, buf[e.Logical-s.From:][:e.Length]); err != nil {
@@ -442,7 +453,7 @@ func (o *onlineReshape) do(s *reshape.Step) error {
 				ErrReshape, s.From, s.To, sum, o.persisted().Backup.Sum)
 		}
 	}
-	hit(FailpointReshapeWrite)
+	hitWindow(FailpointReshapeWrite, s)
 	for _, e := range s.Writes {
 		hit(FailpointReshapeIO)
 		if err := o.writeExtent(e, buf[e.Logical-s.From:][:e.Length]); err != nil && !a.readable() {
@@ -463,6 +474,15 @@ func (o *onlineReshape) do(s *reshape.Step) error {
 	}
 	hit(FailpointReshapePersist)
 	return o.persist(s.After)
+}
+
+// hitWindow hits failpoint name with the step's window as its span: the robustness harness
+// aims requests there, which park.
+func hitWindow(name string, s *reshape.Step) {
+	if !failpoint.Active() {
+		return
+	}
+	failpoint.HitAt(name, failpoint.Span{Off: s.From, Len: s.To - s.From})
 }
 
 // readPiece reads piece p into b from a copy on an active member, failing the members whose read
@@ -600,7 +620,7 @@ func (o *onlineReshape) finish() error {
 // old size, every request routed by the reshape's position, and the reshape resumes once it
 // serves (MarkDirty). Every member, old and new, must be there.
 func assembleReshaping(name string, opened []*raid.Member, sbs []raid.MemberSB, o Options) (*Array, error) {
-	r, err := openReshape(name, opened, sbs, o.logger())
+	r, err := openReshape(name, opened, sbs, o.logger(), o.Degraded)
 	if err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
@@ -612,7 +632,9 @@ func assembleReshaping(name string, opened []*raid.Member, sbs []raid.MemberSB, 
 	a, err := newArray(r.sb, r.members, o, layout{reshape: r})
 	if err != nil {
 		for _, m := range r.members {
-			m.Close()
+			if m != nil {
+				m.Close()
+			}
 		}
 		return nil, err
 	}

@@ -173,6 +173,9 @@ func (a *Array) StartSync(action string, opts SyncOptions) error {
 	default:
 		return fmt.Errorf("array %s: sync action %q: use check or repair", a.Name, action)
 	}
+	if a.reshaping() != nil {
+		return a.syncer.start(action, opts, 0) // refused, saying why
+	}
 	if a.regions.needResync() {
 		s := a.syncer.status()
 		why := "it runs by itself once every member is back"

@@ -34,15 +34,17 @@ const maxReshapeMembers = 8
 // reshapeWindow keeps the harness's reshapes to dozens of steps, so that cuts land among them.
 const reshapeWindow = 256 << 10
 
-// reshape, at three clean stops of a whole raid10 n2 or o2 in four (the array closed, its members
-// marked clean; most clean stops find a member out, and a reshape needs every one), widens it by
-// one member, a disk made for it, as uraid grow --add does on a stopped array; a third of them
-// cut the power at one of the reshape's failpoints. It returns the members to assemble next: the
-// assembly resumes a reshape a cut left under way, and the model check holds over the array at
-// its new size.
+// reshape, at three clean stops of a whole raid10 n2 or o2 in four (most clean stops find a
+// member out, and a reshape needs every one), widens it by one member, a disk made for it, as
+// uraid grow --add does on a running array: the members are assembled, the reshape committed on
+// the served array (array.StartReshape), which is closed, and the members returned, old and new,
+// are assembled by the caller into an array that serves the next epoch's workload while the
+// reshape runs. A third of them arm a power loss at one of the reshape's failpoints: at the
+// commit, or in a step of the epochs that follow. The model check holds over the array as it
+// serves, and at its new size once the reshape is done.
 func (w *world) reshape(paths []string) []string {
 	sb := w.a.Superblock()
-	if sb.Level != mapping.RAID10 || sb.Layout == mapping.Far2 || int(sb.Members) >= maxReshapeMembers ||
+	if sb.Level != mapping.RAID10 || sb.Layout == mapping.Far2 || int(sb.Members) >= maxReshapeMembers || sb.Reshape != nil ||
 		len(paths) != int(sb.Members) || w.failed() || w.crashedNow() || w.rng.IntN(4) == 0 {
 		return paths
 	}
@@ -58,29 +60,31 @@ func (w *world) reshape(paths []string) []string {
 	w.fs.Add(name, fi.Size(), 0)
 	w.disks = append(w.disks, name)
 	dev := w.path(name)
-	cut := w.rng.IntN(3) == 0
-	if cut {
+	if w.rng.IntN(3) == 0 {
+		// Armed until it fires or the next epoch ends: the steps run while that epoch serves.
 		fp := reshapeFailpoints[w.rng.IntN(len(reshapeFailpoints))]
 		w.armPowerLoss(w.rng, fp.name, 1+w.rng.IntN(fp.hits))
 	}
-	rep, err := array.Reshape("r", paths, []string{dev}, array.ReshapeOptions{MaxWindowBytes: reshapeWindow,
-		Log: slog.New(slog.DiscardHandler)})
-	w.fpArm.Store(nil)
+	a, err := array.Assemble("r", paths, w.options())
+	if err != nil {
+		w.fail("assemble to reshape %v: %v", paths, err)
+		return paths
+	}
+	err = a.StartReshape([]string{dev}, array.ReshapeOptions{MaxWindowBytes: reshapeWindow, Log: slog.New(slog.DiscardHandler)})
+	a.Close()
 	crashed := w.crashedNow()
 	switch {
-	case err == nil && crashed:
-		w.fail("reshape to %d members: a power loss came, yet it reported success: %+v", sb.Members+1, rep)
-		return paths
 	case err == nil:
 		w.stats.Reshapes++
-		w.logf("reshaped from %d to %d members (%d steps, %d of %d bytes live, %d read, %d written)",
-			rep.OldMembers, rep.NewMembers, rep.Steps, rep.LiveBytes, rep.OldSize, rep.ReadBytes, rep.WriteBytes)
+		w.logf("reshape to %d members committed; it runs while the array serves", sb.Members+1)
 	case crashed:
 		w.stats.Reshapes++
-		w.logf("reshape to %d members cut: %v", sb.Members+1, firstLine(err))
-		w.fs.Resume() // the successor assembles: it resumes the reshape
+		w.logf("reshape to %d members cut at its commit: %v", sb.Members+1, firstLine(err))
 	default:
-		w.logf("reshape to %d members not done: %v", sb.Members+1, firstLine(err))
+		w.logf("reshape to %d members not started: %v", sb.Members+1, firstLine(err))
+	}
+	if crashed {
+		w.fs.Resume() // the successor assembles: it resumes the reshape, if it was committed
 	}
 	// The new disk takes part if it carries the array's superblock: a cut before the reshape
 	// wrote it leaves the array as it was.
