@@ -34,8 +34,8 @@ const maxReshapeMembers = 8
 // reshapeWindow keeps the harness's reshapes to dozens of steps, so that cuts land among them.
 const reshapeWindow = 256 << 10
 
-// reshape, at three clean stops of a whole raid10 n2 or o2 in four (most clean stops find a
-// member out, and a reshape needs every one), widens it by one member, a disk made for it, as
+// reshape, at every clean stop of a whole raid10 n2 or o2 (most clean stops find a member out,
+// and a reshape needs every one) up to maxReshapeMembers, widens it by one member, a disk made for it, as
 // uraid grow --add does on a running array: the members are assembled, the reshape committed on
 // the served array (array.StartReshape), which is closed, and the members returned, old and new,
 // are assembled by the caller into an array that serves the next epoch's workload while the
@@ -45,10 +45,15 @@ const reshapeWindow = 256 << 10
 func (w *world) reshape(paths []string) []string {
 	sb := w.a.Superblock()
 	if sb.Level != mapping.RAID10 || sb.Layout == mapping.Far2 || int(sb.Members) >= maxReshapeMembers || sb.Reshape != nil ||
-		len(paths) != int(sb.Members) || w.failed() || w.crashedNow() || w.rng.IntN(4) == 0 {
+		w.failed() || w.crashedNow() {
 		return paths
 	}
-	if !wholeOnDisk(paths) {
+	// The spares leave the array first, as the operator removes them before a reshape (it
+	// refuses them): they are not named to the assembly, and their stale superblocks are left
+	// out of any later one.
+	paths = slices.DeleteFunc(slices.Clone(paths), isSpare)
+	if len(paths) != int(sb.Members) || !wholeOnDisk(paths) {
+		w.logf("no reshape: the array is not whole (%d of %d members in the record; %s)", len(paths), sb.Members, describeSuperblocks(paths))
 		return paths
 	}
 	fi, err := os.Stat(paths[0])
@@ -120,4 +125,29 @@ func wholeOnDisk(paths []string) bool {
 	}
 	a, err := raid.CheckAssembly(sbs)
 	return err == nil && len(a.Spares) == 0 && len(a.Replacing) == 0 && len(a.Rebuilding) == 0
+}
+
+// reshaping reports whether the array serving this epoch runs a reshape.
+func (w *world) reshaping() bool {
+	st, ok := w.a.ReshapeStatus()
+	return ok && st.State == array.ReshapeRunning
+}
+
+// reshapeable reports whether a clean stop now would find the array as a reshape wants it: a
+// raid10 n2 or o2, narrower than maxReshapeMembers, whole, not reshaping.
+func (w *world) reshapeable() bool {
+	sb := w.a.Superblock()
+	return sb.Level == mapping.RAID10 && sb.Layout != mapping.Far2 && int(sb.Members) < maxReshapeMembers &&
+		sb.Reshape == nil && !w.reshaping() && w.whole()
+}
+
+// isSpare reports whether the device at path carries a spare's superblock.
+func isSpare(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sb, err := raid.ReadSuperblock(f)
+	return err == nil && sb.Role == raid.RoleSpare
 }
