@@ -67,17 +67,23 @@ type flight struct {
 
 // ReshapeJob is what an array knows of its reshape, for status.
 type ReshapeJob struct {
-	OldMembers, NewMembers int
+	OldMembers int `json:"old_members"`
+	NewMembers int `json:"new_members"`
 	// Cursor and End: array bytes below Cursor are in the new layout; the reshape is done when
 	// Cursor reaches End.
-	Cursor, End      int64
-	OldSize, NewSize int64
+	Cursor  int64 `json:"cursor_bytes"`
+	End     int64 `json:"end_bytes"`
+	OldSize int64 `json:"old_size_bytes"`
+	NewSize int64 `json:"new_size_bytes"`
 	// State is running, paused (Why says why; the array serves meanwhile) or done.
-	State string
-	Why   string
-	Steps int
-	// ReadBytes, WriteBytes and DiscardBytes count what this run moved.
-	ReadBytes, WriteBytes, DiscardBytes int64
+	State string `json:"state"`
+	Why   string `json:"why,omitempty"`
+	// Steps counts the steps this run carried out; ReadBytes, WriteBytes and DiscardBytes what
+	// they moved.
+	Steps        int   `json:"steps"`
+	ReadBytes    int64 `json:"read_bytes"`
+	WriteBytes   int64 `json:"write_bytes"`
+	DiscardBytes int64 `json:"discard_bytes"`
 }
 
 // Reshape job states.

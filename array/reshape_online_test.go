@@ -228,6 +228,16 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 
 	h := harness(t, a)
 	require.NoError(t, a.MarkDirty())
+	// The job holds at its first write phase until the clients, not started yet, do requests.
+	if ss := a.Status("", 0).Sync; assert.NotNil(t, ss) {
+		assert.Equal(t, SyncReshape, ss.Action)
+		assert.Equal(t, o.plan.End(), ss.TotalBytes)
+		if assert.NotNil(t, ss.Reshape) {
+			assert.Equal(t, old, ss.Reshape.OldMembers)
+			assert.Equal(t, len(paths), ss.Reshape.NewMembers)
+			assert.Equal(t, ReshapeRunning, ss.Reshape.State)
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	type op struct {
 		kind     ublk.Op
@@ -348,6 +358,9 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 	require.Equal(t, ReshapeDone, st.State, "%s", st.Why)
 	w.status = st
 	require.Greater(t, a.Map().Size(), size, "the array has its new size")
+	if ss := a.Status("", 0).Sync; ss != nil {
+		assert.NotEqual(t, SyncReshape, ss.Action, "done: no longer the array's job")
+	}
 	require.Equal(t, a.Map().Size(), a.Params().Size)
 	// Reads after the reshape, by the new layout.
 	for off := int64(0); off < size; off += harnessMaxIO {

@@ -38,10 +38,13 @@ import (
 
 // Sync actions, as status reports them.
 const (
-	SyncIdle   = "idle"
-	SyncResync = "resync"
-	SyncCheck  = "check"
-	SyncRepair = "repair"
+	SyncIdle = "idle"
+	// SyncReshape is the reshape's job (reshape_online.go), in SyncStatus.Action only: it is
+	// not started by StartSync.
+	SyncReshape = "reshape"
+	SyncResync  = "resync"
+	SyncCheck   = "check"
+	SyncRepair  = "repair"
 )
 
 // Rates of the sync worker in bytes per second.
@@ -86,6 +89,9 @@ type SyncStatus struct {
 	Waiting string `json:"waiting,omitempty"`
 	// Last is the outcome of the last job that ended.
 	Last *SyncResult `json:"last,omitempty"`
+	// Reshape is the reshape under way (Action reshape): DoneBytes is its cursor, TotalBytes
+	// its end.
+	Reshape *ReshapeJob `json:"reshape,omitempty"`
 }
 
 // SyncResult is how a job ended.
@@ -230,6 +236,14 @@ func (a *Array) CancelSync() bool {
 
 // SyncStatus reports the sync worker's state.
 func (a *Array) SyncStatus() SyncStatus {
+	if rj, ok := a.ReshapeStatus(); ok && rj.State != ReshapeDone {
+		// The reshape is the array's job while it runs, or waits: no other runs meanwhile.
+		st := SyncStatus{Action: SyncReshape, DoneBytes: rj.Cursor, TotalBytes: rj.End, Reshape: &rj}
+		if rj.State == ReshapePaused {
+			st.Waiting = "the reshape is paused: " + rj.Why
+		}
+		return st
+	}
 	if a.syncer == nil {
 		return SyncStatus{Action: SyncIdle}
 	}
