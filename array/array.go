@@ -142,6 +142,9 @@ type Options struct {
 	// disk every half of it. The robustness harness shortens it, so that its short epochs see
 	// checkpoints and trimmed regions reach the disk in the middle of a rebuild.
 	MapIdle time.Duration
+	// ReshapeMaxRate caps a reshape's job at this many array bytes moved per second (0: as fast
+	// as the members allow). Clock paces it too.
+	ReshapeMaxRate int64
 	// Log is where the array logs what happens to it (nil: slog.Default()); a daemon passes its
 	// own.
 	Log *slog.Logger

@@ -69,6 +69,12 @@ type ReshapeOptions struct {
 	Force bool
 	// Log is where progress goes (nil: slog.Default()).
 	Log *slog.Logger
+	// BeforeCommit, if set, is called with every member of the wider array, in slot order, once
+	// the new members' superblocks are durable and before the commit (as for an append: a
+	// daemon records its members there). An error stops the reshape before the commit.
+	BeforeCommit func(members []string) error
+
+	checkOnly bool // vet, write nothing (CheckReshape)
 }
 
 func (o ReshapeOptions) logger() *slog.Logger {
@@ -281,9 +287,21 @@ func commitReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old 
 	}
 	r.sb.Events++
 	r.sb.UpdateTime = time.Now().UnixNano()
+	if o.checkOnly {
+		return r, nil
+	}
 	for i := old; i < newN; i++ {
 		if err := r.writeSuperblock(i); err != nil {
 			return nil, fmt.Errorf("reshape array %s: new member %s: %w (the array is as it was; the new devices may carry a half-written superblock)", name, members[i].Path, err)
+		}
+	}
+	if o.BeforeCommit != nil {
+		paths := make([]string, len(members))
+		for i, m := range members {
+			paths[i] = m.Path
+		}
+		if err := o.BeforeCommit(paths); err != nil {
+			return nil, fmt.Errorf("reshape array %s: %w (not committed: the array keeps its members)", name, err)
 		}
 	}
 	hit(FailpointReshapeCommit)

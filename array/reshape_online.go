@@ -11,9 +11,11 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"uraid/internal/clock"
 	"uraid/internal/failpoint"
 	"uraid/internal/plant"
 	"uraid/mapping"
@@ -55,8 +57,14 @@ type onlineReshape struct {
 	done     chan struct{} // closed when the job ends (or never started and stopped)
 	started  atomic.Bool
 	stopOnce sync.Once
-	// onDone, when set, hears of the reshape's end with the array's new size, from the job.
+	// onDone, when set, hears of the reshape's end with the array's new size, from the job;
+	// under mu.
 	onDone func(size int64)
+	// paceStart and paced: when the job began to pace, and the array bytes it moved since, by
+	// clock (Options.Clock).
+	clock     clock.Clock
+	paceStart time.Time
+	paced     int64
 }
 
 // flight is the range of a request admitted and not over.
@@ -101,6 +109,10 @@ func newOnlineReshape(a *Array, r *reshaper) *onlineReshape {
 		done:   make(chan struct{}),
 	}
 	o.cond.L = &o.mu
+	o.clock = a.opts.Clock
+	if o.clock == nil {
+		o.clock = clock.Real{}
+	}
 	st := r.sb.Reshape.State
 	o.pos = st.Position()
 	o.status = ReshapeJob{
@@ -136,9 +148,19 @@ func (a *Array) WaitReshape() {
 
 // OnReshaped sets f to hear, from the reshape's job, that the reshape is done and the array has
 // its new size, which the device is to be told of.
+//
+// Set once the reshape is done already, f hears of it at once.
 func (a *Array) OnReshaped(f func(size int64)) {
-	if o := a.rsJob; o != nil {
-		o.onDone = f
+	o := a.rsJob
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.onDone = f
+	done := o.status.State == ReshapeDone
+	o.mu.Unlock()
+	if done {
+		f(o.plan.To().Size())
 	}
 }
 
@@ -305,10 +327,40 @@ func (o *onlineReshape) run() {
 			o.pause("a member failed or is missing: the reshape waits at a step boundary and the array serves degraded; it resumes once the array is assembled with every member in service (a member recorded failed cannot rejoin during a reshape yet: that needs a rebuild, which waits for the reshape)")
 			return
 		}
+		from := st.Cursor
 		if err := o.step(st); err != nil {
 			o.pause(err.Error())
 			return
 		}
+		if !o.pace(o.persisted().Cursor - from) {
+			return
+		}
+	}
+}
+
+// pace holds the job after a step that moved n array bytes until the rate it has moved at since
+// it started is within Options.ReshapeMaxRate (none: no hold); false when the job is to stop.
+func (o *onlineReshape) pace(n int64) bool {
+	rate := o.a.opts.ReshapeMaxRate
+	if rate <= 0 {
+		return true
+	}
+	c := o.clock
+	if o.paceStart.IsZero() {
+		o.paceStart = c.Now()
+	}
+	o.paced += n
+	wait := o.paceStart.Add(time.Duration(float64(o.paced) / float64(rate) * float64(time.Second))).Sub(c.Now())
+	if wait <= 0 {
+		return true
+	}
+	t := c.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-o.quit:
+		return false
+	case <-t.C():
+		return true
 	}
 }
 
@@ -609,6 +661,7 @@ func (o *onlineReshape) finish() error {
 	o.mu.Lock()
 	o.status.State, o.status.Cursor = ReshapeDone, o.plan.End()
 	st := o.status
+	f := o.onDone // read with the state: OnReshaped tells f itself once it is done
 	o.mu.Unlock()
 	a.log.Info("reshaped", "members", st.NewMembers, "size", newSize, "steps", st.Steps,
 		"read_bytes", st.ReadBytes, "write_bytes", st.WriteBytes, "discard_bytes", st.DiscardBytes)
@@ -616,8 +669,8 @@ func (o *onlineReshape) finish() error {
 	if a.syncer != nil {
 		a.syncer.resyncIfNeeded() // regions a crash left dirty, deferred while the layout moved
 	}
-	if o.onDone != nil {
-		o.onDone(newSize)
+	if f != nil {
+		f(newSize)
 	}
 	return nil
 }
@@ -670,6 +723,20 @@ func containsMember(list []*raid.Member, m *raid.Member) bool {
 func (a *Array) StartReshape(add []string, o ReshapeOptions) error {
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
+	return a.startReshape(add, o)
+}
+
+// CheckReshape makes every check StartReshape would and writes nothing: a daemon asks it before
+// it lets its device go for the reshape.
+func (a *Array) CheckReshape(add []string, o ReshapeOptions) error {
+	a.adminMu.Lock()
+	defer a.adminMu.Unlock()
+	o.checkOnly = true
+	return a.startReshape(add, o)
+}
+
+// startReshape is StartReshape with adminMu held.
+func (a *Array) startReshape(add []string, o ReshapeOptions) error {
 	switch {
 	case a.reshaping() != nil:
 		return fmt.Errorf("array %s: %w already: wait for it to finish (uraid wait %s)", a.Name, ErrReshaping, a.Name)
@@ -728,6 +795,8 @@ func (a *Array) StartReshape(add []string, o ReshapeOptions) error {
 		}
 		return err
 	}
-	a.superseded.Store(true)
+	if !o.checkOnly {
+		a.superseded.Store(true)
+	}
 	return nil
 }

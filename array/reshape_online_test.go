@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/internal/clock"
 	"uraid/internal/failpoint"
 	"uraid/internal/testutil/raidtest"
 	"uraid/internal/testutil/ublktest"
@@ -550,4 +551,49 @@ func holdsVersion(base []byte, blk int64, b []byte, lo, hi int32) bool {
 		}
 	}
 	return true
+}
+
+// TestReshapeOnlinePaced: with ReshapeMaxRate the job holds after each step until the bytes it
+// moved since it began, at that rate, are due, by the clock it is given, and it still ends.
+func TestReshapeOnlinePaced(t *testing.T) {
+	c := arrayCase{mapping.RAID0, mapping.NoLayout, 4, 64 << 10}
+	rc := trimmedArray(t, c, 1)
+	paths := snapshot(t, append(slices.Clip(rc.paths), rc.adds...))
+	a, err := Assemble("t", paths[:4], Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	require.NoError(t, a.CheckReshape(paths[4:], ReshapeOptions{}), "a check writes nothing")
+	require.Nil(t, raidtest.Superblock(t, paths[0]).Reshape)
+	require.NoError(t, a.StartReshape(paths[4:], ReshapeOptions{MaxWindowBytes: reshapeWindow}))
+	require.NoError(t, a.Close())
+	const rate = 4 << 20
+	a, err = Assemble("t", paths, Options{Queues: 1, Depth: 8, ReshapeMaxRate: rate})
+	require.NoError(t, err)
+	clk := clock.NewManual(time.Unix(0, 0))
+	a.rsJob.clock = clk
+	require.NoError(t, a.MarkDirty())
+	clk.WaitFor(1) // after the first step
+	st, _ := a.ReshapeStatus()
+	require.Positive(t, st.Cursor)
+	d, ok := clk.Next()
+	require.True(t, ok)
+	want := time.Duration(float64(st.Cursor) / rate * float64(time.Second))
+	assert.InDelta(t, float64(want), float64(d), float64(time.Microsecond), "the first step's bytes at the rate")
+	clk.Advance(d - time.Microsecond)
+	assert.Equal(t, 1, clk.Waiting(), "not due yet")
+	st2, _ := a.ReshapeStatus()
+	assert.Equal(t, st.Cursor, st2.Cursor)
+	for {
+		if st, _ := a.ReshapeStatus(); st.State != ReshapeRunning {
+			require.Equal(t, ReshapeDone, st.State, st.Why)
+			break
+		}
+		if d, ok := clk.Next(); ok {
+			clk.Advance(d)
+		} else {
+			time.Sleep(100 * time.Microsecond) // a step runs: polled, nothing hangs on how long
+		}
+	}
+	assert.InDelta(t, float64(st.End)/rate, clk.Now().Sub(time.Unix(0, 0)).Seconds(), 0.001, "the whole reshape at the rate")
+	require.NoError(t, a.MarkClean())
+	require.NoError(t, a.Close())
 }
