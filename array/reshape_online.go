@@ -64,6 +64,9 @@ type onlineReshape struct {
 	// clock (Options.Clock).
 	clock     clock.Clock
 	paceStart time.Time
+	// startTime and startCursor: when the job started and where, for its rate; under mu.
+	startTime   time.Time
+	startCursor int64
 	paced     int64
 }
 
@@ -280,11 +283,25 @@ func (o *onlineReshape) discard(p reshape.Position, off, n int64, gran []mapping
 	return dst, nil
 }
 
+// rate is the array bytes per second the job has moved since it started, 0 before.
+func (o *onlineReshape) rate() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	el := o.clock.Now().Sub(o.startTime).Seconds()
+	if o.startTime.IsZero() || el <= 0 {
+		return 0
+	}
+	return int64(float64(o.status.Cursor-o.startCursor) / el)
+}
+
 // start runs the job, once; MarkDirty calls it when the array begins to serve.
 func (o *onlineReshape) start() {
 	if o.started.Swap(true) {
 		return
 	}
+	o.mu.Lock()
+	o.startTime, o.startCursor = o.clock.Now(), o.status.Cursor
+	o.mu.Unlock()
 	o.a.background(o.run)
 }
 

@@ -238,7 +238,7 @@ func (a *Array) CancelSync() bool {
 func (a *Array) SyncStatus() SyncStatus {
 	if rj, ok := a.ReshapeStatus(); ok && rj.State != ReshapeDone {
 		// The reshape is the array's job while it runs, or waits: no other runs meanwhile.
-		st := SyncStatus{Action: SyncReshape, DoneBytes: rj.Cursor, TotalBytes: rj.End, Reshape: &rj}
+		st := SyncStatus{Action: SyncReshape, DoneBytes: rj.Cursor, TotalBytes: rj.End, RateBytesPerS: a.rsJob.rate(), Reshape: &rj}
 		if rj.State == ReshapePaused {
 			st.Waiting = "the reshape is paused: " + rj.Why
 		}
@@ -252,6 +252,7 @@ func (a *Array) SyncStatus() SyncStatus {
 
 // WaitSync blocks until no job runs.
 func (a *Array) WaitSync() {
+	a.WaitReshape() // done, paused or stopped; the resync its end may start is waited for next
 	if a.syncer != nil {
 		a.syncer.wg.Wait()
 	}
