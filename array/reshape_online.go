@@ -67,7 +67,7 @@ type onlineReshape struct {
 	// startTime and startCursor: when the job started and where, for its rate; under mu.
 	startTime   time.Time
 	startCursor int64
-	paced     int64
+	paced       int64
 }
 
 // flight is the range of a request admitted and not over.
