@@ -204,7 +204,9 @@ func commitReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old 
 		return fail(fmt.Errorf("%w: a spare, a replacement or a rebuild is among the members: let the rebuild finish and remove the spares (uraid remove) first", ErrReshape))
 	case len(asm.Members) != old:
 		return fail(fmt.Errorf("%w: %d of the array's %d members named: name every member", ErrReshape, old, len(asm.Members)))
-	case ref.Level.Redundant() && ref.State != raid.StateClean:
+	case ref.Level.Redundant() && ref.State != raid.StateClean && !o.checkOnly:
+		// (A served array's check runs before its hand-over marks it clean: CheckReshape asks
+		// its region map in memory instead.)
 		return fail(fmt.Errorf("%w: the array did not stop cleanly: assemble it, let its resync finish (uraid wait) and stop it first", ErrReshape))
 	}
 	newN := len(sbs)
@@ -255,6 +257,9 @@ func commitReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old 
 	if r.regions != nil {
 		m := r.regions
 		switch {
+		case o.checkOnly:
+			// A served array's map on disk says dirty where it writes: CheckReshape asks the
+			// map in memory.
 		case m.Cursor().Action != region.ActionNone:
 			return fail(fmt.Errorf("%w: a %s stopped at region %d is to resume: assemble the array and let it finish first", ErrReshape, m.Cursor().Action, m.Cursor().Position))
 		case m.Resyncs() > 0 || m.Count(region.Dirty) > 0:

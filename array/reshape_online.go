@@ -766,6 +766,12 @@ func (a *Array) startReshape(add []string, o ReshapeOptions) error {
 		if job := a.syncer.busyWith(); job != "" {
 			return fmt.Errorf("array %s: %w: a %s runs: wait for it (uraid wait %s) first", a.Name, ErrReshape, job, a.Name)
 		}
+		if a.regions.needResync() {
+			return fmt.Errorf("array %s: %w: regions need a resync (their copies may differ): let it run (uraid wait %s) first", a.Name, ErrReshape, a.Name)
+		}
+		if c := a.regions.cursor(); c.Action != region.ActionNone {
+			return fmt.Errorf("array %s: %w: a %s stopped at region %d is to resume: let it finish (uraid wait %s) first", a.Name, ErrReshape, c.Action, c.Position, a.Name)
+		}
 	}
 	if err := raid.CheckNamedOnce(add); err != nil {
 		return fmt.Errorf("array %s: %w", a.Name, err)

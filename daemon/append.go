@@ -166,7 +166,12 @@ func (s *served) reshape(r AppendRequest) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	// The size it will have: the new members hold what an old one does.
-	newSize := old.Size() / int64(old.Members()) * int64(job.members)
+	wide := sb
+	wide.Members = uint32(job.members)
+	newSize := old.Size()
+	if m, err := raid.MapOf(&wide); err == nil {
+		newSize = m.Size()
+	}
 	res := AppendResult{Schema: Schema, OldMembers: int(sb.Members), NewMembers: job.members, Added: r.Add,
 		OldSize: old.Size(), NewSize: newSize, DataSize: int64(sb.DataSize), Reshape: true}
 	if err != nil {
