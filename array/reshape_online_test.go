@@ -19,6 +19,7 @@ import (
 	"uraid/internal/testutil/raidtest"
 	"uraid/internal/testutil/ublktest"
 	"uraid/mapping"
+	"uraid/reshape"
 	"uraid/ublk"
 )
 
@@ -604,4 +605,47 @@ func TestReshapeOnlinePaced(t *testing.T) {
 	assert.InDelta(t, float64(st.End)/rate, clk.Now().Sub(time.Unix(0, 0)).Seconds(), 0.001, "the whole reshape at the rate")
 	require.NoError(t, a.MarkClean())
 	require.NoError(t, a.Close())
+}
+
+// TestReshapeOnlineDoesNotAllocate: requests routed by a reshape, below its cursor, above it and
+// across it, allocate nothing on the queue goroutine once their tag's slices have grown.
+func TestReshapeOnlineDoesNotAllocate(t *testing.T) {
+	c := arrayCase{mapping.RAID10, mapping.Near2, 4, 64 << 10}
+	rc := trimmedArray(t, c, 2)
+	paths := snapshot(t, append(slices.Clip(rc.paths), rc.adds...))
+	a, err := Assemble("t", paths[:4], Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	require.NoError(t, a.StartReshape(paths[4:], ReshapeOptions{MaxWindowBytes: reshapeWindow}))
+	require.NoError(t, a.Close())
+	a, err = Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	defer a.Close()
+	require.NoError(t, a.regions.begin()) // serving, the job not started: the position is the test's
+	const cursor = 4 << 20
+	o := a.rsJob
+	o.mu.Lock()
+	o.pos = reshape.Position{Cursor: cursor, WindowEnd: cursor}
+	o.mu.Unlock()
+	h := harness(t, a)
+	for _, r := range []ublk.HarnessRequest{
+		{Op: ublk.OpRead, Offset: cursor - 8192, Length: 16384}, // across the cursor
+		{Op: ublk.OpRead, Offset: 1 << 20, Length: 64 << 10},
+		{Op: ublk.OpRead, Offset: 6 << 20, Length: 64 << 10},
+		{Op: ublk.OpWrite, Offset: cursor - 8192, Length: 16384},
+		{Op: ublk.OpWrite, Offset: 6 << 20, Length: 4096},
+		{Op: ublk.OpFlush},
+		{Op: ublk.OpDiscard, Offset: cursor - (1 << 20), Length: 2 << 20},
+	} {
+		_, err := h.Do(r) // warm up: the ring and the tag's slices
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(50, func() {
+			res, err := h.Do(r)
+			if err != nil || res < 0 {
+				t.Fatalf("%v: %d %v", r.Op, res, err)
+			}
+		})
+		assert.Zero(t, allocs, "%v at %d+%d allocates", r.Op, r.Offset, r.Length)
+	}
+	a.DrainDiscards()
+	require.NoError(t, h.Close())
 }
