@@ -24,9 +24,10 @@ import (
 )
 
 // TestReshapeOnline widens raid0, raid10 n2 and raid10 o2 arrays of 4 members, filled and a fifth
-// of their regions trimmed, to 5 and 6 members while 8 clients (one per tag of the queue, each
-// owning every 8th 64 KiB slice of the array) read, write and discard at random, half of them
-// near the reshape's cursor, each read checked against a model of the bytes. The job is held at
+// of their regions trimmed, to 5 and 6 members while 16 clients (one per tag of two queues, each
+// queue served by a goroutine of its own as a device's are, each client owning every 16th 64 KiB
+// slice of the array) read, write and discard at random, half of them near the reshape's cursor,
+// each read checked against a model of the bytes. The job is held at
 // each step's start and at its write phase until the clients have done a few more requests, so
 // that requests arrive in every window. Then, once per failpoint, the same with power cuts (a
 // copy of the members' files) at the failpoint's first hit and at a later one: each cut is
@@ -179,7 +180,7 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 		require.ErrorIs(t, a.StartReshape(paths[old:], ReshapeOptions{}), errSuperseded)
 		require.NoError(t, a.Close())
 	}
-	a, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	a, err := Assemble("t", paths, Options{Queues: onlineQueues, Depth: onlineDepth})
 	require.NoError(t, err)
 	size := a.Map().Size()
 	blocks := size / onlineBlock
@@ -212,7 +213,7 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 				parked++
 			}
 			o.mu.Unlock()
-			if done || parked == 8 {
+			if done || parked == onlineQueues*onlineDepth {
 				return
 			}
 			time.Sleep(50 * time.Microsecond) // polling a state; nothing depends on how long
@@ -228,7 +229,13 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 	})
 	defer failpoint.Set(nil)
 
-	h := harness(t, a)
+	hs := make([]*ublk.Harness, onlineQueues)
+	for q := range hs {
+		var err error
+		hs[q], err = ublk.NewHarnessQueue(a, uint16(q), onlineDepth, harnessMaxIO)
+		require.NoError(t, err)
+	}
+	h := hs[0]
 	require.NoError(t, a.MarkDirty())
 	// The job holds at its first write phase until the clients, not started yet, do requests.
 	if ss := a.Status("", 0).Sync; assert.NotNil(t, ss) {
@@ -240,120 +247,14 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 			assert.Equal(t, ReshapeRunning, ss.Reshape.State)
 		}
 	}
-	rng := rand.New(rand.NewPCG(seed, 1))
-	type op struct {
-		kind     ublk.Op
-		off, len int64
-		vers     []int32
+	errs := make(chan error, onlineQueues)
+	for q := range hs {
+		go func() {
+			errs <- w.client(hs[q], q, rand.New(rand.NewPCG(seed, uint64(q)+1)), size)
+		}()
 	}
-	ops := make([]op, 8)
-	const slice = 64 << 10
-	slices8 := size / slice
-	pick := func(tag int) (int64, int64) {
-		// A slice of the tag's own, half the time near the cursor.
-		var s int64
-		if rng.IntN(2) == 0 {
-			o.mu.Lock()
-			cur := o.pos.Cursor
-			o.mu.Unlock()
-			s = min(slices8-1, max(0, (cur-slice*4+rng.Int64N(slice*8))/slice))
-		} else {
-			s = rng.Int64N(slices8)
-		}
-		s = s - s%8 + int64(tag)
-		if s >= slices8 {
-			s -= 8
-		}
-		nb := 1 + rng.Int64N(slice/onlineBlock)
-		first := rng.Int64N(slice/onlineBlock - nb + 1)
-		return s*slice + first*onlineBlock, nb * onlineBlock
-	}
-	start := func(tag int) {
-		off, n := pick(tag)
-		x := op{off: off, len: n}
-		first := off / onlineBlock
-		w.mu.Lock()
-		switch r := rng.IntN(10); {
-		case r < 4:
-			x.kind = ublk.OpRead
-		case r < 9:
-			x.kind = ublk.OpWrite
-			buf := h.Buf(uint16(tag))
-			for b := range n / onlineBlock {
-				m.versions[first+b]++
-				v := m.versions[first+b]
-				x.vers = append(x.vers, v)
-				m.issued[first+b] = v
-				blockContent(m.base, first+b, v, buf[b*onlineBlock:])
-			}
-		default:
-			x.kind = ublk.OpDiscard
-			m.ops++
-			for b := range n / onlineBlock {
-				m.dead[first+b] = true
-				m.deadSeq[first+b] = m.ops
-			}
-		}
-		m.ops++
-		w.mu.Unlock()
-		ops[tag] = x
-		require.NoError(t, h.Start(uint16(tag), ublk.HarnessRequest{Op: x.kind, Offset: off, Length: n}))
-	}
-	finish := func(tag int, res int32) {
-		x := ops[tag]
-		first := x.off / onlineBlock
-		want := int32(x.len)
-		if x.kind == ublk.OpDiscard {
-			want = 0
-		}
-		require.Equal(t, want, res, "%v at %d+%d", x.kind, x.off, x.len)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		w.requests++
-		w.completed++
-		switch x.kind {
-		case ublk.OpWrite:
-			for b, v := range x.vers {
-				m.acked[first+int64(b)] = v
-				m.dead[first+int64(b)] = false
-			}
-		case ublk.OpRead:
-			got := h.Buf(uint16(tag))
-			exp := make([]byte, onlineBlock)
-			for b := range x.len / onlineBlock {
-				if m.dead[first+b] {
-					continue
-				}
-				blockContent(m.base, first+b, m.acked[first+b], exp)
-				if !bytes.Equal(exp, got[b*onlineBlock:][:onlineBlock]) {
-					t.Fatalf("read of block %d (array byte %d) during the reshape: not version %d", first+b, (first+b)*onlineBlock, m.acked[first+b])
-				}
-				w.readsChecked++
-			}
-		}
-	}
-	for tag := range 8 {
-		start(tag)
-	}
-	for {
-		tag, res, err := h.Wait()
-		require.NoError(t, err)
-		finish(int(tag), res)
-		st, _ := a.ReshapeStatus()
-		if st.State != ReshapeRunning {
-			break
-		}
-		o.mu.Lock()
-		if o.waiters != nil {
-			w.parkedSeen++
-		}
-		o.mu.Unlock()
-		start(int(tag))
-	}
-	for range 7 {
-		tag, res, err := h.Wait()
-		require.NoError(t, err)
-		finish(int(tag), res)
+	for range hs {
+		require.NoError(t, <-errs)
 	}
 	a.WaitReshape()
 	st, _ := a.ReshapeStatus()
@@ -379,7 +280,9 @@ func runOnline(t *testing.T, rc reshapeCase, old int, seed uint64, hook func(w *
 		}
 	}
 	ublktest.Flush(t, h)
-	require.NoError(t, h.Close())
+	for _, h := range hs {
+		require.NoError(t, h.Close())
+	}
 	a.DrainDiscards()
 	failpoint.Set(nil)
 	require.NoError(t, a.MarkClean())
@@ -648,4 +551,138 @@ func TestReshapeOnlineDoesNotAllocate(t *testing.T) {
 	}
 	a.DrainDiscards()
 	require.NoError(t, h.Close())
+}
+
+// Clients of the array during a reshape: a goroutine per queue, each keeping onlineDepth requests
+// in flight, one client per tag, each owning every (onlineQueues*onlineDepth)-th 64 KiB slice.
+const (
+	onlineQueues = 2
+	onlineDepth  = 8
+	onlineSlice  = 64 << 10
+)
+
+// client runs queue q's clients through h until the reshape is no longer running, then lets
+// their last requests end: 40% reads, each block checked against the model, 50% writes, 10%
+// discards, half of them near the reshape's cursor. Its own goroutine: it reports, not fails.
+func (w *onlineWork) client(h *ublk.Harness, q int, rng *rand.Rand, size int64) error {
+	a, o, m := w.a, w.a.rsJob, w.model
+	owners := int64(onlineQueues * onlineDepth)
+	type op struct {
+		kind     ublk.Op
+		off, len int64
+		vers     []int32
+	}
+	ops := make([]op, onlineDepth)
+	slices := size / onlineSlice
+	start := func(tag int) error {
+		var s int64
+		if rng.IntN(2) == 0 {
+			o.mu.Lock()
+			cur := o.pos.Cursor
+			o.mu.Unlock()
+			s = min(slices-1, max(0, (cur-onlineSlice*4+rng.Int64N(onlineSlice*8))/onlineSlice))
+		} else {
+			s = rng.Int64N(slices)
+		}
+		s = s - s%owners + int64(q*onlineDepth+tag)
+		if s >= slices {
+			s -= owners
+		}
+		nb := 1 + rng.Int64N(onlineSlice/onlineBlock)
+		first := s*onlineSlice/onlineBlock + rng.Int64N(onlineSlice/onlineBlock-nb+1)
+		x := op{off: first * onlineBlock, len: nb * onlineBlock}
+		w.mu.Lock()
+		switch r := rng.IntN(10); {
+		case r < 4:
+			x.kind = ublk.OpRead
+		case r < 9:
+			x.kind = ublk.OpWrite
+			buf := h.Buf(uint16(tag))
+			for b := range nb {
+				m.versions[first+b]++
+				v := m.versions[first+b]
+				x.vers = append(x.vers, v)
+				m.issued[first+b] = v
+				blockContent(m.base, first+b, v, buf[b*onlineBlock:])
+			}
+		default:
+			x.kind = ublk.OpDiscard
+			m.ops++
+			for b := range nb {
+				m.dead[first+b] = true
+				m.deadSeq[first+b] = m.ops
+			}
+		}
+		m.ops++
+		w.mu.Unlock()
+		ops[tag] = x
+		return h.Start(uint16(tag), ublk.HarnessRequest{Op: x.kind, Offset: x.off, Length: x.len})
+	}
+	finish := func(tag int, res int32) error {
+		x := ops[tag]
+		first := x.off / onlineBlock
+		want := int32(x.len)
+		if x.kind == ublk.OpDiscard {
+			want = 0
+		}
+		if res != want {
+			return fmt.Errorf("%v at %d+%d: %d, want %d", x.kind, x.off, x.len, res, want)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.requests++
+		w.completed++
+		switch x.kind {
+		case ublk.OpWrite:
+			for b, v := range x.vers {
+				m.acked[first+int64(b)] = v
+				m.dead[first+int64(b)] = false
+			}
+		case ublk.OpRead:
+			got := h.Buf(uint16(tag))
+			exp := make([]byte, onlineBlock)
+			for b := range x.len / onlineBlock {
+				if m.dead[first+b] {
+					continue
+				}
+				blockContent(m.base, first+b, m.acked[first+b], exp)
+				if !bytes.Equal(exp, got[b*onlineBlock:][:onlineBlock]) {
+					return fmt.Errorf("read of block %d (array byte %d) during the reshape: not version %d", first+b, (first+b)*onlineBlock, m.acked[first+b])
+				}
+				w.readsChecked++
+			}
+		}
+		return nil
+	}
+	for tag := range onlineDepth {
+		if err := start(tag); err != nil {
+			return err
+		}
+	}
+	for inFlight := onlineDepth; inFlight > 0; {
+		tag, res, err := h.Wait()
+		if err != nil {
+			return err
+		}
+		inFlight--
+		if err := finish(int(tag), res); err != nil {
+			return err
+		}
+		if st, _ := a.ReshapeStatus(); st.State != ReshapeRunning {
+			continue // the last requests end
+		}
+		o.mu.Lock()
+		parked := o.waiters != nil
+		o.mu.Unlock()
+		if parked {
+			w.mu.Lock()
+			w.parkedSeen++
+			w.mu.Unlock()
+		}
+		if err := start(int(tag)); err != nil {
+			return err
+		}
+		inFlight++
+	}
+	return nil
 }
