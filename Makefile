@@ -114,11 +114,13 @@ test-robust:
 # whose divergent copies only a crash makes, runs storms only, which found it in 6487 to 20189
 # requests (three searches; the mixed moods took 18407 to 58631); copiesfill was found in 6000 to
 # 18000 (three searches, mixed moods); appendorder, on the linear layout alone, in 2019 to 50335
-# (four searches, from seeds 1, 101, 201 and 301). The others took 17000 to
+# (four searches, from seeds 1, 101, 201 and 301); reshapepark, on raid10 n2 and o2 (the layouts
+# that reshape), in 1549 to 2226 (four searches, seeds 1, 101, 201, 301, each the first seed's
+# run). The others took 17000 to
 # more than 100000 requests with any moods tried, ten-fold apart between runs of the same
 # defect, which no bound fit for CI's 90 minutes covers: make test-planted-all runs every one in
 # turn (up to PLANT_OPS each, 35 minutes). No race detector, for speed (test-robust has it).
-PLANT_CI     ?= D E map clean recovery torn A:0,0,1 B:0,0,1 C:0,0,1 F:0,1,0,1 resyncend:1,0,0 copiesfill appendorder fixedtag
+PLANT_CI     ?= D E map clean recovery torn A:0,0,1 B:0,0,1 C:0,0,1 F:0,1,0,1 resyncend:1,0,0 copiesfill appendorder reshapepark fixedtag
 PLANT_CI_OPS ?= 300000
 PLANT_OPS    ?= 200000
 test-planted:
@@ -145,9 +147,10 @@ test-planted:
 # its safe distance; its model test (a cut at every step) and its step property test find it.
 # reshapeorder: the array's offline reshape persisting a step's state before its home writes;
 # the harness does not reshape yet, TestReshape's cuts at each step's write phase find it.
-# Seconds, no FUSE.
+# reshapepark: the online reshape letting a write into a step's window; TestReshapeOnline's reads
+# of the clients' own blocks find it in the first steps. Seconds, no FUSE.
 PLANT_UNIT ?= steer:./discard/:TestBeginReadSteers,TestLearnsExclusiveAndSteersAway reshapewindow:./reshape/:TestModelCrashAtEveryStep,TestPropertySteps \
-	reshapeorder:./array/:TestReshape
+	reshapeorder:./array/:TestReshape reshapepark:./array/:TestReshapeOnline
 test-planted-unit:
 	@failed=; for e in $(PLANT_UNIT); do d=$${e%%:*}; rest=$${e#*:}; pkg=$${rest%%:*}; tests=$${rest#*:}; \
 		out=$$(URAID_PLANT=$$d $(GO) test -count=1 -tags uraid_plant -run "^($$(echo $$tests | tr , '|'))$$" $$pkg 2>&1); \

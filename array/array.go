@@ -114,6 +114,10 @@ type Array struct {
 	// dirty when it was assembled, or the daemon serving it died): copies of a mirror may
 	// disagree where writes were in flight, until the resync of those regions is done.
 	unclean atomic.Bool
+	// rs is the reshape the array serves through (reshape_online.go), nil when none runs.
+	rs atomic.Pointer[onlineReshape]
+	// rsJob is the reshape the array was assembled with, done or not, for its job and status.
+	rsJob *onlineReshape
 	// events is the array's outgoing event stream (events.go).
 	events *eventQueue
 	// failSeq counts members taken out of service; recordedSeq is the count the superblocks on
@@ -138,6 +142,9 @@ type Options struct {
 	// disk every half of it. The robustness harness shortens it, so that its short epochs see
 	// checkpoints and trimmed regions reach the disk in the middle of a rebuild.
 	MapIdle time.Duration
+	// ReshapeMaxRate caps a reshape's job at this many array bytes moved per second (0: as fast
+	// as the members allow). Clock paces it too.
+	ReshapeMaxRate int64
 	// Log is where the array logs what happens to it (nil: slog.Default()); a daemon passes its
 	// own.
 	Log *slog.Logger
@@ -181,10 +188,18 @@ func Assemble(name string, paths []string, o Options) (*Array, error) {
 		}
 		sbs = append(sbs, raid.MemberSB{Path: p, SB: sb})
 	}
-	// A reshape under way (uraid grow --add, cut short) ends before the array serves.
+	// A reshape persisted done ends before the array serves; one under way resumes while it
+	// serves.
 	sbs, err := resumeBeforeAssembly(name, opened, sbs, o)
 	if err != nil {
 		return fail(err)
+	}
+	if newestReshape(sbs) != nil {
+		a, err := assembleReshaping(name, opened, sbs, o)
+		if err != nil {
+			return fail(err)
+		}
+		return a, nil
 	}
 	asm, err := raid.CheckAssembly(sbs)
 	if asm == nil || (err != nil && !o.Degraded) {
@@ -311,12 +326,18 @@ type layout struct {
 	rebuilding []uint32
 	spares     []*raid.Member
 	replacing  map[uint32]*raid.Member // slot -> its replacement, of a replace under way
+	// reshape is the reshape the members carry, under way: the array serves its old size,
+	// routed by it, and its region map is the one reshape loaded from the old members.
+	reshape *reshaper
 }
 
 // newArray serves members.
 func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (*Array, error) {
-	m, err := raid.MapOf(&sb)
-	if err != nil {
+	var m *mapping.Map
+	var err error
+	if l.reshape != nil {
+		m = l.reshape.plan.From() // the old layout, the old size, until the reshape is done
+	} else if m, err = raid.MapOf(&sb); err != nil {
 		return nil, fmt.Errorf("array %s: %w", sb.Name, err)
 	}
 	if o.Queues < 1 || o.Depth < 1 {
@@ -338,6 +359,10 @@ func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (
 		events:        newEventQueue(),
 	}
 	a.mp.Store(m)
+	if l.reshape != nil {
+		a.rsJob = newOnlineReshape(a, l.reshape)
+		a.rs.Store(a.rsJob) // before the readability check, which asks both layouts
+	}
 	for i, mem := range members {
 		a.dataOff[i] = int64(sb.DataOffset)
 		if mem == nil {
@@ -376,9 +401,12 @@ func newArray(sb raid.Superblock, members []*raid.Member, o Options, l layout) (
 	// A clean stop marks the members clean; dirty ones were not stopped.
 	a.unclean.Store(sb.State == raid.StateDirty)
 	if sb.Level.Redundant() {
-		if l.fresh {
+		switch {
+		case l.reshape != nil:
+			a.regions = newRegions(a, l.reshape.regions)
+		case l.fresh:
 			a.regions, err = newRegionMap(a, &sb)
-		} else {
+		default:
 			a.regions, err = loadRegions(a, &sb)
 		}
 		if err != nil {
@@ -421,37 +449,48 @@ func (a *Array) states() []MemberState {
 	return st
 }
 
-// readableIn reports whether every byte has a copy on a member that is active in st.
+// readableIn reports whether every byte has a copy on a member that is active in st: by both
+// layouts while a reshape runs, the bytes below its cursor being in the new one.
 func (a *Array) readableIn(st []MemberState) bool {
 	ok := func(i int) bool { return st[i] == MemberActive }
-	switch a.sb.Level {
-	case mapping.RAID1, mapping.RAID10:
-		// A piece is lost when every copy of it is down.
-		return a.probePieces(func(p *mapping.Piece) bool {
-			return slices.ContainsFunc(p.Copies[:p.N], func(e mapping.Extent) bool { return ok(e.Member) })
-		})
-	default:
-		for i := range a.Map().Members() {
-			if !ok(i) {
+	maps := []*mapping.Map{a.Map()}
+	if o := a.reshaping(); o != nil {
+		maps = append(maps, o.plan.To())
+	}
+	for _, m := range maps {
+		switch a.sb.Level {
+		case mapping.RAID1, mapping.RAID10:
+			// A piece is lost when every copy of it is down.
+			if !probePieces(m, func(p *mapping.Piece) bool {
+				return slices.ContainsFunc(p.Copies[:p.N], func(e mapping.Extent) bool { return ok(e.Member) })
+			}) {
 				return false
 			}
+		default:
+			for i := range m.Members() {
+				if !ok(i) {
+					return false
+				}
+			}
 		}
-		return true
 	}
+	return true
 }
 
 // probePieces calls f with a piece of each placement of copies the layout makes, until f returns
 // false, and reports whether it never did: one row of chunks per member pair covers every
 // placement of raid10's layouts; raid1's pieces all have the same copies.
-func (a *Array) probePieces(f func(p *mapping.Piece) bool) bool {
+func (a *Array) probePieces(f func(p *mapping.Piece) bool) bool { return probePieces(a.Map(), f) }
+
+func probePieces(m *mapping.Map, f func(p *mapping.Piece) bool) bool {
 	var pieces [1]mapping.Piece
-	unit := a.Map().ChunkBytes()
+	unit := m.ChunkBytes()
 	if unit <= 0 {
 		unit = mapping.SectorBytes
 	}
-	rows := min(a.Map().Size()/unit, int64(2*a.Map().Members()))
+	rows := min(m.Size()/unit, int64(2*m.Members()))
 	for c := range rows {
-		ps, err := a.Map().Read(c*unit, unit, pieces[:0])
+		ps, err := m.Read(c*unit, unit, pieces[:0])
 		if err != nil || len(ps) == 0 || !f(&ps[0]) {
 			return false
 		}
@@ -481,6 +520,12 @@ func (a *Array) MarkDirty() error {
 	if err := a.writeSuperblocks(raid.StateDirty); err != nil {
 		return err
 	}
+	if o := a.reshaping(); o != nil {
+		// A resync of the regions a crash left dirty waits for the end of the reshape (reads of
+		// them meanwhile come from one copy, and the steps copy one copy to every new place).
+		o.start()
+		return nil
+	}
 	if a.syncer != nil && !a.syncer.resumeRebuild() {
 		a.syncer.resyncIfNeeded() // after a crash, the regions being written then
 		a.fillFromSpares(true)
@@ -491,6 +536,9 @@ func (a *Array) MarkDirty() error {
 // MarkClean records that every write reached every active member. Call it after the device has
 // stopped and the members are flushed.
 func (a *Array) MarkClean() error {
+	if o := a.rsJob; o != nil {
+		o.stop() // at a step boundary: the assembly resumes it from the state persisted
+	}
 	if a.regions != nil {
 		// A job stops where it is (a resync resumes at the next start). Every write has ended
 		// and every discard is drained: idle regions go back to in sync and completed discards
@@ -511,13 +559,20 @@ func (a *Array) writeSuperblocks(st raid.State) error { return a.writeSuperblock
 // update (raid.Superblock.WholeEvents), which must be on disk before the region map forgets what
 // was written while a member was out.
 func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
+	_, err := a.writeSuperblocksN(st, whole, false)
+	return err
+}
+
+// writeSuperblocksN is writeSuperblocksAs, and how many members took the update; reshape: a
+// reshape's persist, which hits FailpointReshapeMember before each member.
+func (a *Array) writeSuperblocksN(st raid.State, whole, reshape bool) (int, error) {
 	a.sbMu.Lock()
 	defer a.sbMu.Unlock()
 	if a.superseded.Load() {
-		return errSuperseded
+		return 0, errSuperseded
 	}
+	wrote := 0
 	seq := a.failSeq.Load() // the failures this write records, if it reaches a member
-	wrote := false
 	a.sb.Events++
 	if whole {
 		a.sb.WholeEvents = a.sb.Events
@@ -553,6 +608,10 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		sb.Events, sb.State, sb.UpdateTime, sb.Slots, sb.WholeEvents = a.sb.Events, st, a.sb.UpdateTime, a.sb.Slots, a.sb.WholeEvents
 		sb.DataSize = a.sb.DataSize // changed by a grow, the same on every member
 		sb.Reshape = nil            // one a cut left one update behind a reshape's last
+		if a.sb.Reshape != nil {
+			info := *a.sb.Reshape // the reshape under way, at its newest state
+			sb.Reshape = &info
+		}
 		// A member a crash left one update behind a change of copies holds the old slot count,
 		// and may hold its old slot number (assemble placed it by the newest slot table).
 		if !plant.Is("copiesslot") {
@@ -562,19 +621,22 @@ func (a *Array) writeSuperblocksAs(st raid.State, whole bool) error {
 		if MemberState(a.state[i].Load()) == MemberRebuilding {
 			sb.Role = raid.RoleRebuilding
 		}
+		if reshape {
+			hit(FailpointReshapeMember)
+		}
 		if err := raid.WriteSuperblock(m.File, sb); err != nil {
 			a.fail(i, err)
 			errs = append(errs, fmt.Errorf("member %s: %w", m.Path, err))
 			continue
 		}
-		wrote = true
+		wrote++
 	}
-	if wrote {
+	if wrote > 0 {
 		for old := a.recordedSeq.Load(); old < seq && !a.recordedSeq.CompareAndSwap(old, seq); old = a.recordedSeq.Load() {
 		}
 	}
 	errs = append(errs, a.writeSpareSuperblocks()...)
-	return errors.Join(errs...)
+	return wrote, errors.Join(errs...)
 }
 
 // writeSpareSuperblocks gives the spares the update a.sb is at: they carry the events too, so that
@@ -694,6 +756,9 @@ func (a *Array) Close() error {
 	a.adminMu.Lock() // a membership change in progress finishes first
 	a.adminMu.Unlock()
 	var errs []error
+	if o := a.rsJob; o != nil {
+		o.stop()
+	}
 	if a.regions != nil {
 		a.syncer.stop()
 		errs = append(errs, a.regions.stop(false))

@@ -21,6 +21,11 @@ const (
 	EventSyncStarted    = "sync_started"
 	EventSyncProgress   = "sync_progress"
 	EventSyncFinished   = "sync_finished"
+	// EventReshaped: the reshape is done; the array has its new members and size.
+	EventReshaped = "reshape_finished"
+	// EventReshapePaused: the reshape stopped before its end (a member failed, an I/O error);
+	// the array serves meanwhile.
+	EventReshapePaused = "reshape_paused"
 	// EventTrimLearned (trimlearned.go): a member's TRIM pacing changed by measurement.
 )
 

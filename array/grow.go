@@ -124,6 +124,9 @@ func growMemberBytes(n int, dataSize int64) []int64 {
 // planGrow checks that the array can grow now and plans it. Under adminMu.
 func (a *Array) planGrow(o GrowOptions) (raid.GrowPlan, error) {
 	sb := a.Superblock()
+	if a.reshaping() != nil {
+		return raid.GrowPlan{}, fmt.Errorf("%w: %w: the array grows by itself when the reshape is done", ErrGrowBusy, ErrReshaping)
+	}
 	if a.Degraded() {
 		return raid.GrowPlan{}, fmt.Errorf("%w: it is degraded: bring every member back (uraid add) and let the rebuild finish first", ErrGrowBusy)
 	}

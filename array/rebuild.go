@@ -194,6 +194,10 @@ func (a *Array) AddMember(path string, force bool) (string, error) {
 	if err := a.redundant(); err != nil {
 		return "", err
 	}
+	if a.reshaping() != nil {
+		// A rebuild walks one layout; the reshape moves the bytes from one to another.
+		return "", fmt.Errorf("array %s: %w: wait for it to finish (uraid wait %s), then add or replace", a.Name, ErrReshaping, a.Name)
+	}
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()
 	c, err := a.vetAdd(path, force)
@@ -307,6 +311,10 @@ func (a *Array) vetAdd(path string, force bool) (addition, error) {
 func (a *Array) ReplaceMember(old, new string, force bool) error {
 	if err := a.redundant(); err != nil {
 		return err
+	}
+	if a.reshaping() != nil {
+		// A rebuild walks one layout; the reshape moves the bytes from one to another.
+		return fmt.Errorf("array %s: %w: wait for it to finish (uraid wait %s), then add or replace", a.Name, ErrReshaping, a.Name)
 	}
 	a.adminMu.Lock()
 	defer a.adminMu.Unlock()

@@ -69,6 +69,12 @@ type ReshapeOptions struct {
 	Force bool
 	// Log is where progress goes (nil: slog.Default()).
 	Log *slog.Logger
+	// BeforeCommit, if set, is called with every member of the wider array, in slot order, once
+	// the new members' superblocks are durable and before the commit (as for an append: a
+	// daemon records its members there). An error stops the reshape before the commit.
+	BeforeCommit func(members []string) error
+
+	checkOnly bool // vet, write nothing (CheckReshape)
 }
 
 func (o ReshapeOptions) logger() *slog.Logger {
@@ -168,8 +174,20 @@ type reshaper struct {
 
 // startReshape vets a new reshape of the members sbs[:old] by the devices after them, and runs it.
 func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old int, o ReshapeOptions) (ReshapeReport, error) {
-	fail := func(err error) (ReshapeReport, error) {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: %w (nothing written)", name, err)
+	r, err := commitReshape(name, opened, sbs, old, o)
+	if err != nil {
+		return ReshapeReport{}, err
+	}
+	return r.run()
+}
+
+// commitReshape vets a new reshape of the members sbs[:old] by the devices after them and
+// commits it: the new members' superblocks, then the old ones' (the commit), at cursor 0. It
+// writes nothing on a refusal; with an error, a reshaper is returned once the commit has begun
+// on the old members (some may carry it).
+func commitReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old int, o ReshapeOptions) (*reshaper, error) {
+	fail := func(err error) (*reshaper, error) {
+		return nil, fmt.Errorf("reshape array %s: %w (nothing written)", name, err)
 	}
 	if len(sbs) == old {
 		return fail(fmt.Errorf("%w: no device to add: name the new members with --add", ErrReshape))
@@ -186,7 +204,9 @@ func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old i
 		return fail(fmt.Errorf("%w: a spare, a replacement or a rebuild is among the members: let the rebuild finish and remove the spares (uraid remove) first", ErrReshape))
 	case len(asm.Members) != old:
 		return fail(fmt.Errorf("%w: %d of the array's %d members named: name every member", ErrReshape, old, len(asm.Members)))
-	case ref.Level.Redundant() && ref.State != raid.StateClean:
+	case ref.Level.Redundant() && ref.State != raid.StateClean && !o.checkOnly:
+		// (A served array's check runs before its hand-over marks it clean: CheckReshape asks
+		// its region map in memory instead.)
 		return fail(fmt.Errorf("%w: the array did not stop cleanly: assemble it, let its resync finish (uraid wait) and stop it first", ErrReshape))
 	}
 	newN := len(sbs)
@@ -237,6 +257,9 @@ func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old i
 	if r.regions != nil {
 		m := r.regions
 		switch {
+		case o.checkOnly:
+			// A served array's map on disk says dirty where it writes: CheckReshape asks the
+			// map in memory.
 		case m.Cursor().Action != region.ActionNone:
 			return fail(fmt.Errorf("%w: a %s stopped at region %d is to resume: assemble the array and let it finish first", ErrReshape, m.Cursor().Action, m.Cursor().Position))
 		case m.Resyncs() > 0 || m.Count(region.Dirty) > 0:
@@ -269,30 +292,57 @@ func startReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, old i
 	}
 	r.sb.Events++
 	r.sb.UpdateTime = time.Now().UnixNano()
+	if o.checkOnly {
+		return r, nil
+	}
 	for i := old; i < newN; i++ {
 		if err := r.writeSuperblock(i); err != nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: new member %s: %w (the array is as it was; the new devices may carry a half-written superblock)", name, members[i].Path, err)
+			return nil, fmt.Errorf("reshape array %s: new member %s: %w (the array is as it was; the new devices may carry a half-written superblock)", name, members[i].Path, err)
+		}
+	}
+	if o.BeforeCommit != nil {
+		paths := make([]string, len(members))
+		for i, m := range members {
+			paths[i] = m.Path
+		}
+		if err := o.BeforeCommit(paths); err != nil {
+			return nil, fmt.Errorf("reshape array %s: %w (not committed: the array keeps its members)", name, err)
 		}
 	}
 	hit(FailpointReshapeCommit)
 	for i := range old {
 		if err := r.writeSuperblock(i); err != nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: commit on member %s: %w (run uraid grow %s --add again with the same devices to resume)", name, members[i].Path, err, name)
+			return r, fmt.Errorf("reshape array %s: commit on member %s: %w (run uraid grow %s --add again with the same devices to resume)", name, members[i].Path, err, name)
 		}
 	}
 	r.log.Info("reshape started", "from_members", old, "to_members", newN, "old_size", plan.From().Size(), "new_size", plan.To().Size())
-	return r.run()
+	return r, nil
 }
 
 // resumeReshape takes up the reshape the newest of sbs carries, on the members its slot table
 // names, which must all be among opened.
 func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o ReshapeOptions) (ReshapeReport, error) {
+	r, err := openReshape(name, opened, sbs, o.logger(), false)
+	if err != nil {
+		return ReshapeReport{}, err
+	}
+	return r.run()
+}
+
+// openReshape prepares the reshape the newest of sbs carries, on the members its slot table
+// names, which must all be among opened: its plan, its members by slot and the old array's
+// region map, checked against the persisted state. It writes nothing.
+//
+// degraded lets slots of a raid10 be missing (the array serves without them, the reshape paused,
+// if every byte still has a copy in both layouts: newArray checks); without it every member, old
+// and new, must be there.
+func openReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, logger *slog.Logger, degraded bool) (*reshaper, error) {
 	newest := newestReshape(sbs)
 	ref := *newest
 	if ref.Name != name {
-		return ReshapeReport{}, fmt.Errorf("reshape: the members belong to array %q, not %q", ref.Name, name)
+		return nil, fmt.Errorf("reshape: the members belong to array %q, not %q", ref.Name, name)
 	}
-	log := o.logger().With("array", name)
+	log := logger.With("array", name)
 	members := make([]*raid.Member, ref.Members)
 	uuids := make([]raid.UUID, ref.Members)
 	events := make([]uint64, ref.Members)
@@ -311,7 +361,7 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 		if members[j] != nil {
 			// Two devices of one member UUID (a copy of a member): the newer is the member.
 			if ms.SB.Events == events[j] {
-				return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: %s and %s both claim slot %d with events %d: leave the copy out",
+				return nil, fmt.Errorf("reshape array %s: %w: %s and %s both claim slot %d with events %d: leave the copy out",
 					name, ErrReshape, members[j].Path, ms.Path, j, events[j])
 			}
 			if ms.SB.Events < events[j] {
@@ -324,12 +374,16 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 	}
 	need := int64(ref.DataOffset + ref.DataSize)
 	for j, m := range members {
+		if m == nil && degraded && ref.Level.Redundant() {
+			log.Warn("reshape: slot missing: the array serves degraded and the reshape waits for every member", "slot", j)
+			continue
+		}
 		if m == nil {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: slot %d of the reshape from %d to %d members has no device: a reshape resumes with every member, old and new (name them all)",
+			return nil, fmt.Errorf("reshape array %s: %w: slot %d of the reshape from %d to %d members has no device: a reshape resumes with every member, old and new (name them all)",
 				name, ErrReshape, j, ref.Reshape.OldMembers, ref.Members)
 		}
 		if m.Size < need {
-			return ReshapeReport{}, fmt.Errorf("reshape array %s: %w: member %s (slot %d): %w: it holds %d bytes, the array's data ends at %d: it shrank or is not the device that was in the array (nothing written)",
+			return nil, fmt.Errorf("reshape array %s: %w: member %s (slot %d): %w: it holds %d bytes, the array's data ends at %d: it shrank or is not the device that was in the array (nothing written)",
 				name, ErrReshape, m.Path, j, raid.ErrTooSmall, m.Size, need)
 		}
 	}
@@ -338,23 +392,25 @@ func resumeReshape(name string, opened []*raid.Member, sbs []raid.MemberSB, o Re
 	oldSB.Members = uint32(old)
 	to := raid.MapGeometry(&ref)
 	for i := old; i < len(members); i++ {
-		to.MemberBytes[i] = (members[i].Size - int64(ref.DataOffset)) / mapping.SectorBytes * mapping.SectorBytes
+		if members[i] != nil {
+			to.MemberBytes[i] = (members[i].Size - int64(ref.DataOffset)) / mapping.SectorBytes * mapping.SectorBytes
+		}
 	}
 	plan, err := reshape.New(raid.MapGeometry(&oldSB), to, reshape.Config{MaxWindowBytes: int64(ref.Reshape.WindowKiB) << 10})
 	if err != nil {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
+		return nil, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
 	if err := plan.Check(ref.Reshape.State); err != nil {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
+		return nil, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
 	r := &reshaper{log: log, sb: ref, members: members, uuids: uuids, plan: plan}
 	r.report.Resumed = true
 	if err := r.loadRegions(old, ref.Reshape.State.Done); err != nil {
-		return ReshapeReport{}, fmt.Errorf("reshape array %s: resume: %w", name, err)
+		return nil, fmt.Errorf("reshape array %s: resume: %w", name, err)
 	}
 	r.log.Info("reshape resumed", "from_members", old, "to_members", len(members),
 		"cursor", ref.Reshape.State.Cursor, "end", plan.End(), "backup", ref.Reshape.State.Backup.Length(), "done", ref.Reshape.State.Done)
-	return r.run()
+	return r, nil
 }
 
 // loadRegions reads the old array's region map from the old members (the reshape leaves their
@@ -415,6 +471,9 @@ func (r *reshaper) loadRegions(old int, done bool) error {
 func loadMapAreas(uuid raid.UUID, size, dataOff int64, members []*raid.Member) (*region.Map, region.Report, error) {
 	var areas [][]byte
 	for _, mem := range members {
+		if mem == nil {
+			continue // a slot missing from a degraded array
+		}
 		buf := raid.AlignedBytes(int(dataOff - mapAreaOffset))
 		if _, err := mem.File.ReadAt(buf, mapAreaOffset); err != nil {
 			return nil, region.Report{}, fmt.Errorf("member %s: read region map: %w", mem.Path, err)
@@ -670,13 +729,15 @@ func (r *reshaper) finish() error {
 	return nil
 }
 
-// resumeBeforeAssembly finishes the reshape the newest of sbs carries, if any, offline, and
-// returns the superblocks read again; sbs as they are when there is none.
+// resumeBeforeAssembly finishes the reshape the newest of sbs carries, if it is persisted done
+// (what is left is the region map of the new size and the last superblocks), offline, and
+// returns the superblocks read again; sbs as they are when there is none. One not done resumes
+// while the array serves (assembleReshaping).
 func resumeBeforeAssembly(name string, opened []*raid.Member, sbs []raid.MemberSB, o Options) ([]raid.MemberSB, error) {
-	if newestReshape(sbs) == nil {
+	if newest := newestReshape(sbs); newest == nil || !newest.Reshape.State.Done {
 		return sbs, nil
 	}
-	o.logger().Info("assemble: the members carry a reshape under way: resuming it before the array serves", "array", name)
+	o.logger().Info("assemble: the members carry a reshape persisted done: finishing it before the array serves", "array", name)
 	if _, err := resumeReshape(name, opened, sbs, ReshapeOptions{Log: o.logger()}); err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}

@@ -157,9 +157,8 @@ func cutResume(t *testing.T, paths []string, rng *rand.Rand) []string {
 	counts := map[string]int{}
 	try := snapshot(t, paths)
 	failpoint.Set(countReshapeHits(counts))
-	b, err := Assemble("t", try, Options{Queues: 1, Depth: 8})
+	b := assembleResumed(t, try)
 	failpoint.Set(nil)
-	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	var names []string
 	for _, name := range reshapeFailpoints {
@@ -181,9 +180,8 @@ func cutResume(t *testing.T, paths []string, rng *rand.Rand) []string {
 			}
 		}
 	})
-	b, err = Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	b = assembleResumed(t, paths)
 	failpoint.Set(nil)
-	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	require.NotNil(t, cut, "%s hit %d", name, k)
 	return cut
@@ -228,8 +226,8 @@ func trimmedArray(t *testing.T, c arrayCase, add int) reshapeCase {
 // read the array through its ublk target too.
 func checkReshaped(t *testing.T, rc reshapeCase, paths []string, n int, serve bool) {
 	t.Helper()
-	b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
-	require.NoError(t, err)
+	b := assembleResumed(t, paths)
+	var err error
 	require.Len(t, b.members, n)
 	require.Nil(t, b.Superblock().Reshape)
 	m := b.Map()
@@ -288,6 +286,21 @@ func checkReshaped(t *testing.T, rc reshapeCase, paths []string, n int, serve bo
 			}
 		}
 	}
+}
+
+// assembleResumed assembles paths and, when they carry a reshape under way, lets it resume while
+// the array serves and waits until it is done.
+func assembleResumed(t *testing.T, paths []string) *Array {
+	t.Helper()
+	b, err := Assemble("t", paths, Options{Queues: 1, Depth: 8})
+	require.NoError(t, err)
+	if _, ok := b.ReshapeStatus(); ok {
+		require.NoError(t, b.MarkDirty())
+		b.WaitReshape()
+		st, _ := b.ReshapeStatus()
+		require.Equal(t, ReshapeDone, st.State, "the resumed reshape: %s", st.Why)
+	}
+	return b
 }
 
 // TestReshapeResume: members a cut left mid-reshape resume through Reshape given the same devices

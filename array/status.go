@@ -166,6 +166,10 @@ func (a *Array) Status(device string, pid int) Status {
 	default:
 		st.State = StateNameClean
 	}
+	if _, ok := a.ReshapeStatus(); ok && a.regions == nil {
+		ss := a.SyncStatus() // a raid0's reshape: its only job
+		st.Sync = &ss
+	}
 	if a.regions != nil {
 		c := a.regions.counts()
 		st.Regions = &c

@@ -38,10 +38,13 @@ import (
 
 // Sync actions, as status reports them.
 const (
-	SyncIdle   = "idle"
-	SyncResync = "resync"
-	SyncCheck  = "check"
-	SyncRepair = "repair"
+	SyncIdle = "idle"
+	// SyncReshape is the reshape's job (reshape_online.go), in SyncStatus.Action only: it is
+	// not started by StartSync.
+	SyncReshape = "reshape"
+	SyncResync  = "resync"
+	SyncCheck   = "check"
+	SyncRepair  = "repair"
 )
 
 // Rates of the sync worker in bytes per second.
@@ -86,6 +89,9 @@ type SyncStatus struct {
 	Waiting string `json:"waiting,omitempty"`
 	// Last is the outcome of the last job that ended.
 	Last *SyncResult `json:"last,omitempty"`
+	// Reshape is the reshape under way (Action reshape): DoneBytes is its cursor, TotalBytes
+	// its end.
+	Reshape *ReshapeJob `json:"reshape,omitempty"`
 }
 
 // SyncResult is how a job ended.
@@ -173,6 +179,9 @@ func (a *Array) StartSync(action string, opts SyncOptions) error {
 	default:
 		return fmt.Errorf("array %s: sync action %q: use check or repair", a.Name, action)
 	}
+	if a.reshaping() != nil {
+		return a.syncer.start(action, opts, 0) // refused, saying why
+	}
 	if a.regions.needResync() {
 		s := a.syncer.status()
 		why := "it runs by itself once every member is back"
@@ -227,6 +236,14 @@ func (a *Array) CancelSync() bool {
 
 // SyncStatus reports the sync worker's state.
 func (a *Array) SyncStatus() SyncStatus {
+	if rj, ok := a.ReshapeStatus(); ok && rj.State != ReshapeDone {
+		// The reshape is the array's job while it runs, or waits: no other runs meanwhile.
+		st := SyncStatus{Action: SyncReshape, DoneBytes: rj.Cursor, TotalBytes: rj.End, RateBytesPerS: a.rsJob.rate(), Reshape: &rj}
+		if rj.State == ReshapePaused {
+			st.Waiting = "the reshape is paused: " + rj.Why
+		}
+		return st
+	}
 	if a.syncer == nil {
 		return SyncStatus{Action: SyncIdle}
 	}
@@ -235,6 +252,7 @@ func (a *Array) SyncStatus() SyncStatus {
 
 // WaitSync blocks until no job runs.
 func (a *Array) WaitSync() {
+	a.WaitReshape() // done, paused or stopped; the resync its end may start is waited for next
 	if a.syncer != nil {
 		a.syncer.wg.Wait()
 	}
@@ -341,6 +359,11 @@ func (s *syncer) startJob(action string, opts SyncOptions, from int, t rebuildTa
 	}
 	if opts.MaxRate > 0 && opts.MaxRate < opts.Floor {
 		opts.Floor = opts.MaxRate
+	}
+	if o := s.a.reshaping(); o != nil {
+		// The jobs walk the regions by one layout; a reshape moves them from one to another.
+		return fmt.Errorf("array %s: %s: %w: wait for it to finish (uraid wait %s); a resync the array needs runs by itself then",
+			s.a.Name, action, ErrReshaping, s.a.Name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

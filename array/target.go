@@ -51,6 +51,13 @@ type tagState struct {
 	mapLost   bool      // WRITE: the map generation it waited for reached no member
 	mapGen    uint64    // WRITE: the map generation it waits for
 	mapNext   *tagState // link in a map wait list
+
+	// The reshape's hold on a request (reshape_online.go): rs is the reshape that counts it in
+	// flight (nil: none), rsParked that it waits for a step's window, linked by rsNext, and is
+	// served again from the start when resumed.
+	rs       *onlineReshape
+	rsParked bool
+	rsNext   *tagState
 }
 
 // Most requests touch a handful of members; the slices grow on the first bigger one and stay.
@@ -71,9 +78,12 @@ type timedDiscard struct {
 	r     *ublk.Request
 	start latency.Stamp
 	hist  *latency.Histogram
+	a     *Array
+	t     *tagState
 }
 
 func (d *timedDiscard) Done(err error) {
+	d.a.reshapeEnd(d.r, d.t)
 	if err == nil {
 		d.hist.Observe(latency.Since(d.start))
 	}
@@ -146,6 +156,11 @@ func (a *Array) Serve(r *ublk.Request) {
 	t.pending, t.err, t.req = 0, 0, r
 	t.start = latency.Now()
 	t.mapBegun, t.mapFailed, t.mapLost, t.flushLost = false, false, false, false
+	a.dispatch(r, t)
+}
+
+// dispatch serves r by its op, from the start.
+func (a *Array) dispatch(r *ublk.Request, t *tagState) {
 	switch r.Op {
 	case ublk.OpRead:
 		a.serveRead(r, t)
@@ -163,6 +178,12 @@ func (a *Array) Serve(r *ublk.Request) {
 // Resume carries on with a request the engine parked; see ublk.Resumer.
 func (a *Array) Resume(r *ublk.Request) {
 	t := a.tag(r)
+	if t.rsParked {
+		// It waited for a reshape step's window, before anything was mapped.
+		t.rsParked = false
+		a.dispatch(r, t)
+		return
+	}
 	switch r.Op {
 	case ublk.OpRead:
 		for i := range t.read.Pieces {
@@ -223,8 +244,17 @@ func (a *Array) widenResyncRead(p *mapping.Piece) {
 func (a *Array) serveRead(r *ublk.Request, t *tagState) {
 	var err error
 	t.read.Reset()
-	t.read.Pieces, err = a.Map().Read(r.Offset, r.Length, t.read.Pieces)
+	if o := a.reshaping(); o != nil {
+		p, ok := o.admit(r, t)
+		if !ok {
+			return // parked until the step's window is let go
+		}
+		t.read.Pieces, err = o.read(p, r.Offset, r.Length, t.read.Pieces)
+	} else {
+		t.read.Pieces, err = a.Map().Read(r.Offset, r.Length, t.read.Pieces)
+	}
 	if err != nil {
+		a.reshapeEnd(r, t)
 		r.Complete(-int32(unix.EIO))
 		return
 	}
@@ -278,8 +308,18 @@ func (a *Array) prepRead(r *ublk.Request, t *tagState, i int) {
 
 func (a *Array) serveWrite(r *ublk.Request, t *tagState) {
 	var err error
-	t.exts, err = a.Map().Write(r.Offset, r.Length, t.exts[:0])
+	if o := a.reshaping(); o != nil {
+		p, ok := o.admit(r, t)
+		if !ok {
+			return // parked until the step's window is let go
+		}
+		t.exts, err = o.write(p, r.Offset, r.Length, t.exts[:0])
+	} else {
+		t.exts, err = a.Map().Write(r.Offset, r.Length, t.exts[:0])
+	}
 	if err != nil {
+		a.reshapeEnd(r, t)
+		a.log.Error("write not mapped; the request fails", "offset", r.Offset, "length", r.Length, "err", err)
 		r.Complete(-int32(unix.EIO))
 		return
 	}
@@ -317,11 +357,13 @@ func (a *Array) admitWrite(r *ublk.Request, t *tagState) {
 		return
 	}
 	if t.mapFailed {
+		a.reshapeEnd(r, t)
 		r.Complete(-int32(unix.EIO))
 		return
 	}
 	if t.mapLost {
 		a.regions.endWrite(r, t, false)
+		a.reshapeEnd(r, t)
 		r.Complete(-int32(unix.EIO))
 		return
 	}
@@ -381,9 +423,21 @@ func (a *Array) serveFlush(r *ublk.Request, t *tagState) {
 }
 
 func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
-	exts, err := a.Map().Discard(r.Offset, r.Length, a.gran, t.disc.Extents[:0])
+	var exts []mapping.Extent
+	var err error
+	if o := a.reshaping(); o != nil {
+		p, ok := o.admit(r, t)
+		if !ok {
+			return // parked until the step's window is let go
+		}
+		exts, err = o.discard(p, r.Offset, r.Length, a.gran, t.disc.Extents[:0])
+	} else {
+		exts, err = a.Map().Discard(r.Offset, r.Length, a.gran, t.disc.Extents[:0])
+	}
 	t.disc.Extents = exts
 	if err != nil {
+		a.reshapeEnd(r, t)
+		a.log.Error("discard not mapped; the request fails", "offset", r.Offset, "length", r.Length, "err", err)
 		r.Complete(-int32(unix.EIO))
 		return
 	}
@@ -404,7 +458,7 @@ func (a *Array) serveDiscard(r *ublk.Request, t *tagState) {
 		// Discard). A discard a member skipped trims no region.
 		t.disc.Watch = a.regions.startTrim(r.Offset, r.Length, !skipped)
 	}
-	t.discarded = timedDiscard{r: r, start: t.start, hist: &a.lat.discard}
+	t.discarded = timedDiscard{r: r, start: t.start, hist: &a.lat.discard, a: a, t: t}
 	t.disc.Done = &t.discarded
 	a.engine.Discard(&t.disc)
 }
@@ -478,6 +532,7 @@ func (a *Array) finishIfDone(r *ublk.Request, t *tagState) {
 	if t.pending > 0 {
 		return
 	}
+	a.reshapeEnd(r, t) // its member I/O is over
 	switch r.Op {
 	case ublk.OpWrite:
 		res := a.writeResult(r, t)

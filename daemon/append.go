@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"uraid/array"
+	"uraid/mapping"
 	"uraid/raid"
 )
 
@@ -21,6 +22,9 @@ const OpAppend = "append"
 type AppendRequest struct {
 	Add   []string `json:"add"`
 	Force bool     `json:"force,omitempty"`
+	// MaxRateBytesPS caps a reshape (raid0, raid10) at this many array bytes moved per second;
+	// 0: no cap.
+	MaxRateBytesPS int64 `json:"max_rate_bytes_per_s,omitempty"`
 }
 
 // AppendResult says what an append did: the members and the array's size before and after, each
@@ -41,6 +45,10 @@ type AppendResult struct {
 	// Error is set when the daemon handed its device over but the append failed on the way (the
 	// successor assembles what reached the members); a refusal is an error of the call instead.
 	Error string `json:"error,omitempty"`
+	// Reshape: a raid0's or raid10's members were added by a reshape, committed in the hand-over;
+	// its bytes move while the successor serves the array at OldSize, which grows to NewSize
+	// once it is done (uraid wait; status sync.action "reshape").
+	Reshape bool `json:"reshape,omitempty"`
 }
 
 // Appender is what a daemon whose array can take members serves on POST /append.
@@ -73,6 +81,9 @@ func (c *Client) Append(ctx context.Context, req AppendRequest) (AppendResult, e
 func (s *served) Append(r AppendRequest) (AppendResult, error) {
 	if err := absolutePaths(s.a.Name, "append", r.Add); err != nil {
 		return AppendResult{}, err
+	}
+	if lvl := s.a.Superblock().Level; lvl == mapping.RAID0 || lvl == mapping.RAID10 {
+		return s.reshape(r)
 	}
 	job := &appendJob{req: r}
 	err := s.ask(request{handover: true, change: job})
@@ -139,4 +150,70 @@ func AppendMembers(ctx context.Context, name string, req AppendRequest, spawn fu
 		return err
 	}, spawn)
 	return res, dev, err
+}
+
+// reshape widens the served raid0 or raid10 by the devices r names, by a hand-over that commits
+// the reshape (array.StartReshape) in the quiet moment: the successor assembles the members, old
+// and new, and serves the array at its old size while the reshape's job moves the bytes, paced
+// by r.MaxRateBytesPS, which the record keeps for it; the device grows when it is done.
+func (s *served) reshape(r AppendRequest) (AppendResult, error) {
+	a := s.a
+	sb := a.Superblock()
+	old := a.Map()
+	job := &reshapeJob{req: r}
+	err := s.ask(request{handover: true, change: job})
+	if !job.committed {
+		return AppendResult{}, err
+	}
+	// The size it will have: the new members hold what an old one does.
+	wide := sb
+	wide.Members = uint32(job.members)
+	newSize := old.Size()
+	if m, err := raid.MapOf(&wide); err == nil {
+		newSize = m.Size()
+	}
+	res := AppendResult{Schema: Schema, OldMembers: int(sb.Members), NewMembers: job.members, Added: r.Add,
+		OldSize: old.Size(), NewSize: newSize, DataSize: int64(sb.DataSize), Reshape: true}
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res, nil // handed over: the caller starts the successor
+}
+
+// reshapeJob is a reshape a hand-over commits, and what it did.
+type reshapeJob struct {
+	req       AppendRequest
+	committed bool
+	members   int
+}
+
+func (j *reshapeJob) check(a *array.Array) error {
+	return a.CheckReshape(j.req.Add, array.ReshapeOptions{Force: j.req.Force})
+}
+
+// commit records the members of the wider array and the reshape's rate before the commit: a
+// successor that assembles from the record after a cut finds the new members whether or not the
+// commit happened (the new members alone carry no array that assembles).
+func (j *reshapeJob) commit(s *served) error {
+	err := s.a.StartReshape(j.req.Add, array.ReshapeOptions{Force: j.req.Force, Log: s.log, BeforeCommit: func(members []string) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.rec.Members = members
+		s.rec.Options.ReshapeMaxRate = j.req.MaxRateBytesPS
+		if err := writeRecord(s.rec); err != nil {
+			return fmt.Errorf("the record of its members: %w", err)
+		}
+		j.members = len(members)
+		return nil
+	}})
+	if j.members == 0 {
+		return err // refused before the commit: a successor serves the array as it was
+	}
+	j.committed = true
+	msg := fmt.Sprintf("reshape to %d members committed (adding %v); its bytes move once a new daemon serves", j.members, j.req.Add)
+	if err != nil {
+		msg += fmt.Sprintf(": %v", err)
+	}
+	s.event(EventReshapeStarted, msg)
+	return err
 }

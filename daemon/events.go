@@ -29,6 +29,9 @@ const (
 	// EventMembersAppended: uraid grow --add appended members to a linear array, in the
 	// hand-over that follows.
 	EventMembersAppended = "array_members_appended"
+	// EventReshapeStarted: uraid grow --add committed a reshape of a raid0 or raid10 in the
+	// hand-over that follows; the array's own reshape_finished (or reshape_paused) follows it.
+	EventReshapeStarted = "reshape_started"
 	// EventWatching opens every watcher's stream: what the array is doing as it starts to watch.
 	EventWatching = "watching"
 )

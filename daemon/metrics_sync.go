@@ -8,16 +8,17 @@ import (
 	"uraid/array"
 )
 
-// The sync worker's metrics: the job running (resync, check, repair, rebuild) and its progress,
+// The sync worker's metrics: the job running (resync, check, repair, rebuild, or a reshape, whose
+// done and total bytes are its cursor and end) and its progress,
 // the last one's outcome, the region map's counts, and each member's share of the job's I/O.
 var (
-	descSyncAction   = prometheus.NewDesc("uraid_array_sync_action", "Sync job: 1 for the one running of idle, resync, check, repair, rebuild.", []string{"array", "action"}, nil)
+	descSyncAction   = prometheus.NewDesc("uraid_array_sync_action", "Sync job: 1 for the one running of idle, resync, check, repair, rebuild, reshape.", []string{"array", "action"}, nil)
 	descSyncDone     = prometheus.NewDesc("uraid_array_sync_done_bytes", "Bytes of the array the running sync job has done (0 when idle).", labelsArray, nil)
 	descSyncTotal    = prometheus.NewDesc("uraid_array_sync_total_bytes", "Bytes of the array the running sync job has to do (0 when idle).", labelsArray, nil)
 	descSyncRate     = prometheus.NewDesc("uraid_array_sync_rate_bytes_per_second", "Rate of the running sync job since it began.", labelsArray, nil)
 	descSyncMismatch = prometheus.NewDesc("uraid_array_sync_mismatch_bytes", "Bytes the running check or repair found to differ between copies.", labelsArray, nil)
 	descSyncRepaired = prometheus.NewDesc("uraid_array_sync_repaired_bytes", "Bytes the running repair rewrote.", labelsArray, nil)
-	descSyncWaiting  = prometheus.NewDesc("uraid_array_sync_waiting", "1 while a resync is needed but cannot run, with why.", []string{"array", "reason"}, nil)
+	descSyncWaiting  = prometheus.NewDesc("uraid_array_sync_waiting", "1 while a resync is needed but cannot run, or a reshape is paused, with why.", []string{"array", "reason"}, nil)
 	descLastResult   = prometheus.NewDesc("uraid_array_sync_last_info", "How the last sync job ended: result is done, cancelled or failed.", []string{"array", "action", "result"}, nil)
 	descLastEnded    = prometheus.NewDesc("uraid_array_sync_last_end_timestamp_seconds", "When the last sync job ended, in seconds since the epoch.", labelsArray, nil)
 	descLastMismatch = prometheus.NewDesc("uraid_array_sync_last_mismatch_bytes", "Bytes the last check or repair found to differ between copies.", labelsArray, nil)
@@ -29,7 +30,7 @@ var (
 	descSyncWriteBytes = prometheus.NewDesc("uraid_member_sync_write_bytes_total", "Bytes the sync jobs wrote to the member.", labelsMember, nil)
 )
 
-var syncActions = []string{array.SyncIdle, array.SyncResync, array.SyncCheck, array.SyncRepair, array.SyncRebuild}
+var syncActions = []string{array.SyncIdle, array.SyncResync, array.SyncCheck, array.SyncRepair, array.SyncRebuild, array.SyncReshape}
 
 func describeSync(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSyncAction, descSyncDone, descSyncTotal, descSyncRate, descSyncMismatch,

@@ -78,20 +78,24 @@ type RecordedOptions struct {
 	TrimGapNanos       int64          `json:"trim_gap_ns,omitempty"`
 	// MetricsListen is the TCP address the daemon serves GET /metrics on too.
 	MetricsListen string `json:"metrics_listen,omitempty"`
+	// ReshapeMaxRate caps the reshape a hand-over started (uraid grow --add --max-rate), in
+	// array bytes moved per second, for the daemons that serve it until it is done.
+	ReshapeMaxRate int64 `json:"reshape_max_rate_bytes_per_s,omitempty"`
 }
 
 func recordOptions(o array.Options) RecordedOptions {
 	return RecordedOptions{
 		Queues: o.Queues, Depth: o.Depth, Degraded: o.Degraded, DiscardMode: o.Discard.Mode,
 		TrimInFlight: o.Discard.InFlight, TrimMemberInFlight: o.Discard.MemberInFlight,
-		TrimExclusive: o.Discard.Exclusive, TrimGapNanos: int64(o.Discard.MinGap),
+		TrimExclusive: o.Discard.Exclusive, TrimGapNanos: int64(o.Discard.MinGap), ReshapeMaxRate: o.ReshapeMaxRate,
 	}
 }
 
 func (r RecordedOptions) raidOptions() array.Options {
 	return array.Options{Queues: r.Queues, Depth: r.Depth, Degraded: r.Degraded,
 		Discard: array.DiscardOptions{Mode: r.DiscardMode, InFlight: r.TrimInFlight,
-			MemberInFlight: r.TrimMemberInFlight, Exclusive: r.TrimExclusive, MinGap: time.Duration(r.TrimGapNanos)}}
+			MemberInFlight: r.TrimMemberInFlight, Exclusive: r.TrimExclusive, MinGap: time.Duration(r.TrimGapNanos)},
+		ReshapeMaxRate: r.ReshapeMaxRate}
 }
 
 // RecordPath is where the record of the array called name lives.

@@ -81,7 +81,27 @@ func newServed(a *array.Array, dev device, rec *Record, cfg Config) *served {
 		requests: make(chan request), events: newHub(cfg.logger())}
 	s.events.notify = (&statusNotifier{}).event
 	a.OnMembershipChange(s.recordMembers)
+	a.OnReshaped(s.reshaped)
 	return s
+}
+
+// reshaped tells the kernel the array's size once its reshape is done, as a grow does: the
+// device grows on a kernel that can resize a running one (6.16), and keeps its size until it is
+// made again on one that cannot, which the event says. From the reshape's job.
+func (s *served) reshaped(size int64) {
+	msg := fmt.Sprintf("reshaped: %d bytes", size)
+	switch err := s.dev.UpdateSize(size); {
+	case errors.Is(err, ublk.ErrNotSupported):
+		msg += fmt.Sprintf("; this kernel cannot resize a running ublk device (Linux 6.16 can): %s keeps its size until it is made again: unmount it, uraid stop %s, uraid assemble --scan %s",
+			s.dev.Path(), s.a.Name, s.a.Name)
+	case err != nil:
+		msg += fmt.Sprintf("; telling the kernel failed (%v): %s keeps its size until it is made again (uraid stop %s, uraid assemble --scan %s)",
+			err, s.dev.Path(), s.a.Name, s.a.Name)
+	default:
+		msg += fmt.Sprintf("; %s grew to it", s.dev.Path())
+	}
+	s.log.Info(msg)
+	s.event(EventGrown, msg)
 }
 
 func (s *served) Status() any { return s.status() }

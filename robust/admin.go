@@ -58,6 +58,18 @@ func (w *world) admin(rng *rand.Rand, stop <-chan struct{}, m mood) {
 		w.adminLinear(rng, stop)
 		return
 	}
+	if st, ok := w.a.ReshapeStatus(); ok && st.State == array.ReshapeRunning {
+		// No membership change while the layout moves: a failure pauses the reshape until the
+		// array is whole again, which a rebuild, refused during a reshape, cannot make it; the
+		// run would go on degraded. The refusals are checked instead.
+		if err := w.a.StartSync(array.SyncCheck, array.SyncOptions{}); !errors.Is(err, array.ErrReshaping) {
+			if st, _ := w.a.ReshapeStatus(); st.State == array.ReshapeRunning {
+				w.fail("a check started while the array reshapes: %v", err)
+			}
+		}
+		<-stop
+		return
+	}
 	if m == moodHeal {
 		w.heal(rng, stop)
 		return
@@ -621,7 +633,18 @@ func (w *world) replace(rng *rand.Rand) {
 func (w *world) verify() {
 	start := time.Now()
 	w.a.WaitSync()
+	// A reshape's steps, too: the copies are read by the layout of the array once it is done.
+	w.a.WaitReshape()
 	w.stats.SyncWait += time.Since(start)
+	if w.crashedNow() {
+		return // a cut armed in the reshape's steps came meanwhile
+	}
+	if st, ok := w.a.ReshapeStatus(); ok && st.State != array.ReshapeDone {
+		if !w.a.Degraded() {
+			w.fail("the reshape of a whole array stopped at byte %d of %d: %s", st.Cursor, st.End, st.Why)
+		}
+		return
+	}
 	st := w.a.Status("", 0)
 	if w.cfg.Level.Redundant() && (st.Regions == nil || st.Regions.NeedResync > 0) || st.State != array.StateNameActive && st.State != array.StateNameClean {
 		return // degraded, or copies left to resync: they may differ yet

@@ -34,19 +34,26 @@ const maxReshapeMembers = 8
 // reshapeWindow keeps the harness's reshapes to dozens of steps, so that cuts land among them.
 const reshapeWindow = 256 << 10
 
-// reshape, at three clean stops of a whole raid10 n2 or o2 in four (the array closed, its members
-// marked clean; most clean stops find a member out, and a reshape needs every one), widens it by
-// one member, a disk made for it, as uraid grow --add does on a stopped array; a third of them
-// cut the power at one of the reshape's failpoints. It returns the members to assemble next: the
-// assembly resumes a reshape a cut left under way, and the model check holds over the array at
-// its new size.
+// reshape, at every clean stop of a whole raid10 n2 or o2 (most clean stops find a member out,
+// and a reshape needs every one) up to maxReshapeMembers, widens it by one member, a disk made for it, as
+// uraid grow --add does on a running array: the members are assembled, the reshape committed on
+// the served array (array.StartReshape), which is closed, and the members returned, old and new,
+// are assembled by the caller into an array that serves the next epoch's workload while the
+// reshape runs. A third of them arm a power loss at one of the reshape's failpoints: at the
+// commit, or in a step of the epochs that follow. The model check holds over the array as it
+// serves, and at its new size once the reshape is done.
 func (w *world) reshape(paths []string) []string {
 	sb := w.a.Superblock()
-	if sb.Level != mapping.RAID10 || sb.Layout == mapping.Far2 || int(sb.Members) >= maxReshapeMembers ||
-		len(paths) != int(sb.Members) || w.failed() || w.crashedNow() || w.rng.IntN(4) == 0 {
+	if sb.Level != mapping.RAID10 || sb.Layout == mapping.Far2 || int(sb.Members) >= maxReshapeMembers || sb.Reshape != nil ||
+		w.failed() || w.crashedNow() {
 		return paths
 	}
-	if !wholeOnDisk(paths) {
+	// The spares leave the array first, as the operator removes them before a reshape (it
+	// refuses them): they are not named to the assembly, and their stale superblocks are left
+	// out of any later one.
+	paths = slices.DeleteFunc(slices.Clone(paths), isSpare)
+	if len(paths) != int(sb.Members) || !wholeOnDisk(paths) {
+		w.logf("no reshape: the array is not whole (%d of %d members in the record; %s)", len(paths), sb.Members, describeSuperblocks(paths))
 		return paths
 	}
 	fi, err := os.Stat(paths[0])
@@ -58,29 +65,31 @@ func (w *world) reshape(paths []string) []string {
 	w.fs.Add(name, fi.Size(), 0)
 	w.disks = append(w.disks, name)
 	dev := w.path(name)
-	cut := w.rng.IntN(3) == 0
-	if cut {
+	if w.rng.IntN(3) == 0 {
+		// Armed until it fires or the next epoch ends: the steps run while that epoch serves.
 		fp := reshapeFailpoints[w.rng.IntN(len(reshapeFailpoints))]
 		w.armPowerLoss(w.rng, fp.name, 1+w.rng.IntN(fp.hits))
 	}
-	rep, err := array.Reshape("r", paths, []string{dev}, array.ReshapeOptions{MaxWindowBytes: reshapeWindow,
-		Log: slog.New(slog.DiscardHandler)})
-	w.fpArm.Store(nil)
+	a, err := array.Assemble("r", paths, w.options())
+	if err != nil {
+		w.fail("assemble to reshape %v: %v", paths, err)
+		return paths
+	}
+	err = a.StartReshape([]string{dev}, array.ReshapeOptions{MaxWindowBytes: reshapeWindow, Log: slog.New(slog.DiscardHandler)})
+	a.Close()
 	crashed := w.crashedNow()
 	switch {
-	case err == nil && crashed:
-		w.fail("reshape to %d members: a power loss came, yet it reported success: %+v", sb.Members+1, rep)
-		return paths
 	case err == nil:
 		w.stats.Reshapes++
-		w.logf("reshaped from %d to %d members (%d steps, %d of %d bytes live, %d read, %d written)",
-			rep.OldMembers, rep.NewMembers, rep.Steps, rep.LiveBytes, rep.OldSize, rep.ReadBytes, rep.WriteBytes)
+		w.logf("reshape to %d members committed; it runs while the array serves", sb.Members+1)
 	case crashed:
 		w.stats.Reshapes++
-		w.logf("reshape to %d members cut: %v", sb.Members+1, firstLine(err))
-		w.fs.Resume() // the successor assembles: it resumes the reshape
+		w.logf("reshape to %d members cut at its commit: %v", sb.Members+1, firstLine(err))
 	default:
-		w.logf("reshape to %d members not done: %v", sb.Members+1, firstLine(err))
+		w.logf("reshape to %d members not started: %v", sb.Members+1, firstLine(err))
+	}
+	if crashed {
+		w.fs.Resume() // the successor assembles: it resumes the reshape, if it was committed
 	}
 	// The new disk takes part if it carries the array's superblock: a cut before the reshape
 	// wrote it leaves the array as it was.
@@ -116,4 +125,29 @@ func wholeOnDisk(paths []string) bool {
 	}
 	a, err := raid.CheckAssembly(sbs)
 	return err == nil && len(a.Spares) == 0 && len(a.Replacing) == 0 && len(a.Rebuilding) == 0
+}
+
+// reshaping reports whether the array serving this epoch runs a reshape.
+func (w *world) reshaping() bool {
+	st, ok := w.a.ReshapeStatus()
+	return ok && st.State == array.ReshapeRunning
+}
+
+// reshapeable reports whether a clean stop now would find the array as a reshape wants it: a
+// raid10 n2 or o2, narrower than maxReshapeMembers, whole, not reshaping.
+func (w *world) reshapeable() bool {
+	sb := w.a.Superblock()
+	return sb.Level == mapping.RAID10 && sb.Layout != mapping.Far2 && int(sb.Members) < maxReshapeMembers &&
+		sb.Reshape == nil && !w.reshaping() && w.whole()
+}
+
+// isSpare reports whether the device at path carries a spare's superblock.
+func isSpare(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sb, err := raid.ReadSuperblock(f)
+	return err == nil && sb.Role == raid.RoleSpare
 }

@@ -128,7 +128,7 @@ func TestRobustness(t *testing.T) {
 }
 
 // planted is every defect internal/plant can put back that the harness must find.
-var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot", "growtrim", "resyncend", "copiesfill", "copieswhole", "copiesslot", "appendorder", "fixedtag"}
+var planted = []string{"A", "B", "C", "D", "E", "F", "map", "recovery", "torn", "refill", "readd", "source", "clean", "flushrec", "syncslot", "growtrim", "resyncend", "copiesfill", "copieswhole", "copiesslot", "appendorder", "reshapepark", "fixedtag"}
 
 // linearPlanted are the planted defects of the linear layout's paths (appends): TestPlanted runs
 // them on it alone, and the others on the redundant layouts alone.

@@ -328,9 +328,10 @@ func (w *world) run() error {
 			return err
 		}
 		// One time in four: waiting here for the sync jobs runs them with no workload beside
-		// them, and the healing paths' races with requests are what the harness is for. The
+		// them, and the healing paths' races with requests are what the harness is for (never
+		// for a reshape: it runs beside the workload, the point of an online one). The
 		// verification at the end of the next epoch looks at the copies too.
-		if !w.failed() && w.rng.IntN(4) == 0 {
+		if !w.failed() && w.rng.IntN(4) == 0 && !w.reshaping() {
 			w.verify()
 		}
 	}
@@ -533,6 +534,9 @@ func (w *world) epoch() ending {
 	}
 	if m == moodCheckpoint {
 		e = endStop // the next one begins with every region clean
+	}
+	if e != endStop && w.reshapeable() && w.rng.IntN(2) == 0 {
+		e = endStop // a hand-over that may start a reshape, which clean stops of a whole array are rare for
 	}
 	w.drain()
 	if !w.failed() && !w.abandoned {

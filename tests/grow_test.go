@@ -8,12 +8,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"uraid/array"
 	"uraid/daemon"
 	"uraid/internal/testutil"
 )
@@ -341,4 +343,112 @@ func TestE2EGrowAppend(t *testing.T) {
 	sh(t, "umount", mnt)
 	sh(t, "e2fsck", "-f", "-n", dev)
 	t.Logf("linear append on Linux %s took %s", kernelRelease(t), time.Since(start).Round(time.Millisecond))
+}
+
+// TestE2EGrowReshape widens a running raid10 of four loop devices to six, online, with ext4
+// mounted on it, files on it and fio writing and verifying a file: uraid grow --add hands the
+// device over with the reshape committed, the new daemon serves while the bytes move (paced by
+// --max-rate), the daemon is killed with SIGKILL in the middle of the reshape, and uraid recover
+// takes the device over and resumes it online. fio sees no error and verifies; uraid wait waits
+// for the end; on Linux 6.16 and later the device grows and resize2fs grows the mounted
+// filesystem, on older kernels the documented path (unmount, stop, assemble) does. Every file
+// verifies, fio's file verifies again, and e2fsck is clean.
+func TestE2EGrowReshape(t *testing.T) {
+	needGuest(t)
+	uraidBin(t)
+	start := time.Now()
+	members, _ := memberSet(t, "loop", 6, 64<<20)
+	name, mnt := "reshape10", t.TempDir()
+	dev := strings.TrimSpace(uraid(t, append([]string{"create", name, "--level", "10", "--chunk", "64K"}, members[:4]...)...))
+	require.True(t, strings.HasPrefix(dev, "/dev/ublkb"), "create printed %q", dev)
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(daemon.LogPath(name)); err == nil {
+				t.Logf("daemon log of %s:\n%s", name, b)
+			}
+		}
+		cleanupUnmount(mnt)
+		exec.Command(uraidBin(t), "recover", name).Run() // if a daemon was left dead
+		cleanupRun(uraidBin(t), "stop", name)
+	})
+	pid := arrayDetail(t, name).PID
+	oldSize := deviceBytes(t, dev)
+	sh(t, "mkfs.ext4", "-q", "-F", dev)
+	sh(t, "mount", "-o", "discard", dev, mnt)
+	sums := map[string]string{}
+	for i := range 8 {
+		p := filepath.Join(mnt, fmt.Sprintf("file%d", i))
+		sums[p] = writeRandomFile(t, p, 4<<20)
+	}
+	fioFile := filepath.Join(mnt, "fio.dat")
+	fio := testCommand(t, "fio", fioVerifyJob(fioFile, "32M", "--rate=4M")...)
+	fout := &strings.Builder{}
+	fio.Stdout, fio.Stderr = fout, fout
+	require.NoError(t, fio.Start())
+
+	out := uraid(t, "grow", name, "--add", members[4], "--add", members[5], "--max-rate", "8M", "--json")
+	var res daemon.AppendResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	t.Logf("grow --add: %+v", res)
+	require.True(t, res.Reshape, "%+v", res)
+	assert.Equal(t, 4, res.OldMembers)
+	assert.Equal(t, 6, res.NewMembers)
+	assert.Equal(t, oldSize, res.OldSize)
+	assert.Equal(t, oldSize/2*3, res.NewSize, "the array grows by half")
+	if b, err := os.ReadFile(daemon.LogPath(name)); assert.NoError(t, err) {
+		assert.Contains(t, string(b), "event=reshape_started", "the reshape is an event, logged before the hand-over")
+	}
+
+	// In the middle of the reshape, the daemon is killed; recover takes it up.
+	var st array.Status
+	testutil.WaitForNoError(t, slow*time.Minute, "the reshape under way", func() error {
+		st = arrayDetail(t, name)
+		if st.Sync == nil || st.Sync.Action != array.SyncReshape || st.Sync.DoneBytes == 0 {
+			return fmt.Errorf("sync %+v", st.Sync)
+		}
+		return nil
+	})
+	assert.NotEqual(t, pid, st.PID, "a new daemon serves the device")
+	require.NotNil(t, st.Sync.Reshape)
+	assert.Equal(t, oldSize, st.SizeBytes, "the old size while the bytes move")
+	assert.Contains(t, uraid(t, "status", name), "reshape = ")
+	require.Less(t, st.Sync.DoneBytes, st.Sync.TotalBytes, "the reshape ended before the kill: slower --max-rate")
+	require.NoError(t, syscall.Kill(st.PID, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return !processAlive(st.PID) }, slow*10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, dev, strings.TrimSpace(uraid(t, "recover", name)))
+	require.NoError(t, fio.Wait(), fout.String())
+	require.Contains(t, fout.String(), "err= 0", fout.String())
+	uraid(t, "wait", name)
+	st = arrayDetail(t, name)
+	require.Len(t, st.Members, 6)
+	for _, m := range st.Members {
+		assert.Equal(t, "active", m.State, "%+v", m)
+	}
+	require.NotNil(t, st.Sync)
+	assert.Equal(t, array.SyncIdle, st.Sync.Action, "%+v", st.Sync)
+	assert.Equal(t, res.NewSize, st.SizeBytes)
+
+	major, minor, _ := parseRelease(kernelRelease(t))
+	if major > 6 || major == 6 && minor >= 16 {
+		assert.Equal(t, res.NewSize, deviceBytes(t, dev), "the device grew without a stop")
+		sh(t, "resize2fs", dev) // online, mounted
+	} else {
+		assert.Equal(t, oldSize, deviceBytes(t, dev), "the device keeps its size until it is made again")
+		sh(t, "umount", mnt)
+		uraid(t, "stop", name)
+		dev = strings.TrimSpace(uraid(t, append([]string{"assemble", name}, members...)...))
+		assert.Equal(t, res.NewSize, deviceBytes(t, dev))
+		sh(t, "mount", "-o", "discard", dev, mnt)
+		sh(t, "resize2fs", dev)
+	}
+	sums[filepath.Join(mnt, "after")] = writeRandomFile(t, filepath.Join(mnt, "after"), 48<<20)
+	dropCaches(t)
+	for p, want := range sums {
+		assert.Equal(t, want, fileSum(t, p), p)
+	}
+	vout := sh(t, "fio", fioVerifyJob(fioFile, "32M", "--verify_only")...)
+	assert.Contains(t, vout, "err= 0", vout)
+	sh(t, "umount", mnt)
+	sh(t, "e2fsck", "-f", "-n", dev)
+	t.Logf("online reshape on Linux %s took %s", kernelRelease(t), time.Since(start).Round(time.Millisecond))
 }

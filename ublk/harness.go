@@ -35,7 +35,14 @@ type HarnessRequest struct {
 
 // NewHarness makes a queue of depth tags with maxIOBytes buffers for t.
 func NewHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
-	return newHarness(t, depth, maxIOBytes, false)
+	return newHarness(t, 0, depth, maxIOBytes, false)
+}
+
+// NewHarnessQueue is NewHarness playing queue number queue of a device: harnesses of different
+// queues of one target, each driven by a goroutine of its own, serve it concurrently as a
+// device's queues do.
+func NewHarnessQueue(t Target, queue uint16, depth, maxIOBytes int) (*Harness, error) {
+	return newHarness(t, queue, depth, maxIOBytes, false)
 }
 
 // NewZeroCopyHarness is NewHarness in zero-copy mode, as a device on a
@@ -46,16 +53,16 @@ func NewHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
 // harness registers its own buffers (Buf) in those slots; the kernel then
 // reads and writes them directly, never through the target.
 func NewZeroCopyHarness(t Target, depth, maxIOBytes int) (*Harness, error) {
-	return newHarness(t, depth, maxIOBytes, true)
+	return newHarness(t, 0, depth, maxIOBytes, true)
 }
 
-func newHarness(t Target, depth, maxIOBytes int, zeroCopy bool) (*Harness, error) {
+func newHarness(t Target, queue uint16, depth, maxIOBytes int, zeroCopy bool) (*Harness, error) {
 	o, err := Options{Queues: 1, Depth: depth, MaxIOBytes: maxIOBytes}.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	h := &Harness{results: make([]int32, o.Depth), ready: make([]uint16, 0, o.Depth)}
-	q := newQueue(0, o.Depth, t, t.Params().Size)
+	q := newQueue(queue, o.Depth, t, t.Params().Size)
 	q.iods = make([]uapi.IODesc, o.Depth)
 	h.q = q
 	if zeroCopy {

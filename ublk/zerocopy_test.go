@@ -125,7 +125,7 @@ func TestZeroCopyHarnessMovesData(t *testing.T) {
 			defer f.Close()
 			require.NoError(t, f.Truncate(1<<20))
 			target := &halvesTarget{f: f}
-			h, err := newHarness(target, 2, 64<<10, zc)
+			h, err := newHarness(target, 0, 2, 64<<10, zc)
 			if err != nil && zc {
 				t.Skipf("cannot register fixed buffers here: %v", err)
 			}

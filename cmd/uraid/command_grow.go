@@ -16,18 +16,19 @@ import (
 )
 
 type growOptions struct {
-	size   string
-	copies int
-	add    []string
-	force  bool
-	json   bool
+	size    string
+	copies  int
+	add     []string
+	force   bool
+	json    bool
+	maxRate maxRateFlag
 }
 
 func newGrowCommand() *cobra.Command {
 	var o growOptions
 	cmd := &cobra.Command{
 		Use:   "grow NAME --size max|SIZE | --copies N [--add DEV]... | --add DEV... [MEMBER...]",
-		Short: "Use the space of members that have grown, shrink the array, change a raid1's copies, append members to a linear array, or reshape a stopped raid0 or raid10 to more members",
+		Short: "Use the space of members that have grown, shrink the array, change a raid1's copies, append members to a linear array, or reshape a raid0 or raid10 to more members",
 		Long: `Grow changes the size of the array to SIZE, or with --size max to as much as its smallest device
 (member or spare) allows: after uraid replace put larger devices in, or the member devices
 themselves grew. No byte moves: the space past the old end is trimmed on every member and marked
@@ -68,19 +69,27 @@ NAME, uraid assemble --scan NAME). A stopped array appends in place, its members
 that is a member already, too small, or holds data (a filesystem, another array's superblock)
 without --force.
 
-With --add alone a stopped raid0 or raid10 (n2, o2) is reshaped to more members: its data is
-restriped over the old and new members, the array grows by what the new ones hold, and only live
-data moves (trimmed regions are not copied). It is crash-safe: the reshape's position is in every
-member's superblock after each step, a window that would overwrite itself goes to a backup in the
-new members' tail first, and an assemble or the same grow --add resumes a reshape cut short.
-The array must be whole, stopped cleanly, with no resync, rebuild or spare; a running array is
-refused (online reshape is not available yet). raid10 f2 is refused.`,
+With --add alone a raid0 or raid10 (n2, o2) is reshaped to more members: its data is restriped
+over the old and new members, the array grows by what the new ones hold, and only live data moves
+(trimmed regions are not copied). It is crash-safe: the reshape's position is in every member's
+superblock after each step, a window that would overwrite itself goes to a backup in the new
+members' tail first, and an assemble resumes a reshape cut short. A running array reshapes online:
+a hand-over (as uraid restart, so Linux 6.12 or later) commits the reshape, and the new daemon
+serves the array at its old size while the bytes move, requests to the few chunks being moved at
+a moment waiting for them; --max-rate caps the bytes moved per second. uraid status shows the
+progress (sync action reshape), uraid wait NAME waits for it, uraid stop stops it at a step and
+the next assemble takes it up. Once done the device grows (at once on Linux 6.16 and later; on
+older kernels once it is made again). Resync, check, add and replace wait for the end; a member
+that fails meanwhile pauses the reshape (the array serves degraded) until the array is assembled
+whole. A stopped array is reshaped in place, at once. The array must be whole, stopped cleanly or
+served, with no resync, rebuild or spare. raid10 f2 is refused.`,
 		Example: `  uraid grow data --size max && resize2fs /dev/ublkb0
   uraid grow data --size 1T /dev/sdb /dev/sdc /dev/sdd /dev/sde   # stopped
   uraid grow mirror --copies 3 --add /dev/sdd
   uraid fail mirror /dev/sdb && uraid remove mirror /dev/sdb && uraid grow mirror --copies 2
   uraid grow concat --add /dev/sdf && resize2fs /dev/ublkb1
-  uraid stop data && uraid grow data --add /dev/sdf --add /dev/sdg && uraid assemble --scan data`,
+  uraid stop data && uraid grow data --add /dev/sdf --add /dev/sdg && uraid assemble --scan data
+  uraid grow data --add /dev/sdf --max-rate 200M && uraid wait data && resize2fs /dev/ublkb0`,
 		Args:              arrayArgs(cobra.MinimumNArgs(1), false),
 		ValidArgsFunction: completeArrayThenFiles,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,6 +101,7 @@ refused (online reshape is not available yet). raid10 f2 is refused.`,
 	cmd.Flags().StringArrayVar(&o.add, "add", nil, "a device to append to a linear array or to reshape a stopped raid0 or raid10 onto, or with --copies to become a new copy (repeat for more)")
 	cmd.Flags().BoolVar(&o.force, "force", false, "shrink below the filesystem found on the array; with --add, use devices that hold data")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print what was done as JSON")
+	cmd.Flags().Var(&o.maxRate, "max-rate", "with --add on a running raid0 or raid10: cap the reshape at RATE array bytes moved per second, e.g. 200M (default: no cap)")
 	return cmd
 }
 
@@ -295,7 +305,7 @@ func runAppend(cmd *cobra.Command, o *growOptions, name string, members []string
 	for i, d := range o.add {
 		add[i] = absPath(d)
 	}
-	req := daemon.AppendRequest{Add: add, Force: o.force}
+	req := daemon.AppendRequest{Add: add, Force: o.force, MaxRateBytesPS: int64(o.maxRate)}
 	if _, running := runningDevice(cmd.Context(), name); running {
 		if len(members) > 0 {
 			return usageError{fmt.Errorf("array %s is running: its daemon knows its members; leave them out", name)}
@@ -310,6 +320,10 @@ func runAppend(cmd *cobra.Command, o *growOptions, name string, members []string
 				return fmt.Errorf("array %s: members appended, but no new daemon took %s over: %w (uraid recover %s)", name, dev, err, name)
 			}
 			return err
+		}
+		if res.Reshape {
+			res.Device = dev
+			return printAppend(cmd, o, name, res)
 		}
 		if res.NewMembers != 0 {
 			res.Device = dev
@@ -326,6 +340,9 @@ func runAppend(cmd *cobra.Command, o *growOptions, name string, members []string
 			}
 		}
 		return printAppend(cmd, o, name, res)
+	}
+	if o.maxRate != 0 {
+		return usageError{fmt.Errorf("--max-rate paces the online reshape of a running raid0 or raid10; array %s is stopped: leave it out", name)}
 	}
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err
@@ -360,6 +377,11 @@ func printAppend(cmd *cobra.Command, o *growOptions, name string, r daemon.Appen
 	}
 	if o.json {
 		if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+			return err
+		}
+	} else if r.Reshape {
+		if _, err := fmt.Fprintf(cmd.OutOrStdout(), "uraid: array %s: reshape to %d members (was %d) started, %s added: %s serves its %s while the bytes move, and grows to %s (%d bytes) once done (uraid status %s, uraid wait %s)\n",
+			name, r.NewMembers, r.OldMembers, strings.Join(r.Added, ", "), r.Device, bytesize.Format(r.OldSize), bytesize.Format(r.NewSize), r.NewSize, name, name); err != nil {
 			return err
 		}
 	} else {

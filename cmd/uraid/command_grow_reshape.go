@@ -1,8 +1,9 @@
 package main
 
-// command_grow_reshape.go: uraid grow NAME --add DEV... without --copies, on a raid0 or raid10
-// (n2, o2): the array is reshaped offline to more members (array.Reshape). A linear array's
-// --add is an append (command_grow.go): runAdd sends each level its way.
+// command_grow_reshape.go: uraid grow NAME --add DEV... without --copies, on a stopped raid0 or
+// raid10 (n2, o2): the array is reshaped offline to more members (array.Reshape); a running one
+// reshapes online through its daemon (daemon.AppendMembers). A linear array's --add is an append
+// (command_grow.go): runAdd sends each level its way.
 
 import (
 	"fmt"
@@ -34,9 +35,10 @@ type reshapeResult struct {
 	DiscardBytes int64 `json:"discard_bytes"`
 }
 
-// runAdd sends --add without --copies where the array's level takes it. A running array appends
-// through its daemon, whose checks refuse every level but linear; a stopped raid0 or raid10 is
-// reshaped, any other stopped array appends in place (or is refused there, with the reason).
+// runAdd sends --add without --copies where the array's level takes it. A running array goes to
+// its daemon, which appends to a linear array and reshapes a raid0 or raid10 online (others are
+// refused there); a stopped raid0 or raid10 is reshaped in place, any other stopped array appends
+// in place (or is refused there, with the reason).
 func runAdd(cmd *cobra.Command, o *growOptions, name string, members []string) error {
 	if _, running := runningDevice(cmd.Context(), name); running {
 		return runAppend(cmd, o, name, members)
@@ -55,14 +57,16 @@ func runAdd(cmd *cobra.Command, o *growOptions, name string, members []string) e
 		return fmt.Errorf("%s: %w", found[0], err)
 	}
 	if sb.Level == mapping.RAID0 || sb.Level == mapping.RAID10 {
+		if o.maxRate != 0 {
+			return usageError{fmt.Errorf("--max-rate paces the online reshape of a running array; array %s is stopped and reshapes at once: leave it out", name)}
+		}
 		return runReshape(cmd, o, name, members)
 	}
 	return runAppend(cmd, o, name, members)
 }
 
 // runReshape widens a stopped raid0 or raid10 by the devices at --add, or resumes a reshape of it
-// that was cut short. runAdd sent a running one to the daemon, which refuses it: online reshape is
-// the next step.
+// that was cut short. runAdd sent a running one to its daemon, which reshapes it online.
 func runReshape(cmd *cobra.Command, o *growOptions, name string, members []string) error {
 	if err := daemon.CheckFree(cmd.Context(), name); err != nil {
 		return err

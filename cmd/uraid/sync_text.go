@@ -30,6 +30,12 @@ func syncProgress(s *array.SyncStatus) string {
 		eta = (time.Duration(float64(s.TotalBytes-s.DoneBytes)/float64(s.RateBytesPerS)) * time.Second).Round(time.Second).String()
 	}
 	out := fmt.Sprintf("%s = %.1f%% (%s/%s) %s, eta %s", action, pct, bytesize.Format(s.DoneBytes), bytesize.Format(s.TotalBytes), bytesize.FormatRate(s.RateBytesPerS), eta)
+	if r := s.Reshape; r != nil {
+		out += fmt.Sprintf(", %d to %d members, %s when done", r.OldMembers, r.NewMembers, bytesize.Format(r.NewSize))
+		if r.State == array.ReshapePaused {
+			out += ", paused: " + r.Why
+		}
+	}
 	if s.Action == array.SyncCheck || s.Action == array.SyncRepair {
 		out += fmt.Sprintf(", %s differ", bytesize.Format(s.MismatchBytes))
 		if s.Action == array.SyncRepair {

@@ -62,6 +62,11 @@
 //	          nothing (array/reshape.go; TestReshape's cuts at reshape-write find it)
 //	fixedtag  in copy mode a member read into a registered buffer names the neighbouring tag's
 //	          buffer (ublk/ringops.go): the data lands in another request's buffer
+//	reshapepark the online reshape lets a write into the window of the step under way instead of
+//	          parking it: it lands on the old places the step already read, and the step's copy
+//	          over the new ones, which reads go to once the step is persisted, loses it
+//	          (array/reshape_online.go; TestReshapeOnline's reads find it, and the harness,
+//	          which reshapes raid10 n2 and o2 online, in under 3000 requests)
 //	appendorder an append to a linear array commits on the old members before the new member's
 //	          superblock is written: cut between the two, the array counts a member no device
 //	          claims, and cannot run
