@@ -61,8 +61,12 @@ func TestFailedQueueKeepsRingAndThread(t *testing.T) {
 
 	require.ErrorContains(t, d.Abandon(), "failure injected")
 	assert.False(t, isRing(ringFd), "Abandon closed the ring")
-	require.Eventually(t, func() bool { return !threadAlive(tid) }, time.Minute, time.Millisecond,
-		"the thread ends with the queue goroutine")
+	// The runtime ends the thread of a locked goroutine that returns, except the process's
+	// main thread, which it keeps parked (one run in some hundreds lands there).
+	if tid != os.Getpid() {
+		require.Eventually(t, func() bool { return !threadAlive(tid) }, time.Minute, time.Millisecond,
+			"the thread ends with the queue goroutine")
+	}
 }
 
 // Settle after a failure answers for the failed queue at once (it holds what it held for good)
