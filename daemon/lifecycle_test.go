@@ -37,6 +37,7 @@ type fakeDevice struct {
 	drains    int
 	endDrains int
 	abandoned bool
+	settled   bool
 	// sizes lists the sizes UpdateSize was asked for; updateErr is its answer.
 	sizes     []int64
 	updateErr error
@@ -79,6 +80,12 @@ func (d *fakeDevice) Abandon() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.abandoned = true
+	return nil
+}
+func (d *fakeDevice) Settle(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.settled = true
 	return nil
 }
 func (d *fakeDevice) FailQueue(q int, err error) error {
@@ -266,7 +273,8 @@ func TestDeviceFailure(t *testing.T) {
 	err := l.ended()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "failure injected")
-	assert.True(t, dev.abandoned)
+	assert.True(t, dev.settled, "the other queues finish what the array holds")
+	assert.False(t, dev.abandoned, "no queue is closed before the daemon exits")
 	assert.False(t, dev.stopped)
 	assert.Regexp(t, `level=ERROR msg="device failed; exiting so that a new daemon takes the device over" array=life reason="ublk queue 0: failure injected`, logged.String())
 

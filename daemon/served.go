@@ -19,8 +19,9 @@ import (
 	"uraid/ublk"
 )
 
-// abandonTimeout bounds a failed daemon's wait for its other queues to close before it exits.
-const abandonTimeout = 10 * time.Second
+// settleTimeout bounds a failed daemon's wait for its other queues to finish what the array holds
+// of theirs before it exits.
+const settleTimeout = 10 * time.Second
 
 // Version is the daemon's build, as status reports it; the command sets it.
 var Version = "(devel)"
@@ -32,6 +33,7 @@ type device interface {
 	Drain(context.Context) error
 	EndDrain()
 	Abandon() error
+	Settle(context.Context) error
 	FailQueue(int, error) error
 	Failed() <-chan struct{}
 	Err() error
@@ -274,8 +276,8 @@ func (s *served) finishStop(devErr error) error {
 }
 
 // fail handles a device that stopped serving: the status says why, the record keeps it for the
-// successor, and the device is left quiesced (with user recovery) for it. The members stay open
-// until the process exits: the array may still be finishing requests on them.
+// successor, and the device is left to the kernel to quiesce (with user recovery) for it. The
+// members stay open until the process exits: the array may still be finishing requests on them.
 func (s *served) fail(cause error) error {
 	a := s.a
 	reason := "device failed"
@@ -293,17 +295,15 @@ func (s *served) fail(cause error) error {
 	}
 	s.log.Error("device failed; exiting so that a new daemon takes the device over", "reason", reason)
 	s.event(EventDeviceFailed, reason+"; exiting so that a new daemon takes the device over")
-	// The other queues close as soon as the array has finished their requests. One stuck on a
-	// dead member must not keep the daemon from exiting: the exit closes everything anyway.
-	abandoned := make(chan error, 1)
-	go func() { abandoned <- s.dev.Abandon() }()
-	select {
-	case err := <-abandoned:
-		if err != nil && !errors.Is(err, cause) {
-			s.log.Warn("device queues not closed cleanly", "err", err)
-		}
-	case <-time.After(abandonTimeout):
-		s.log.Warn("queues still busy; exiting anyway", "waited", abandonTimeout.String())
+	// The other queues finish the requests the array holds of theirs, so that the kernel has
+	// their results; then the daemon exits with every queue still open, for the kernel to tear
+	// them down together (closing them one by one while the device is live can leave it never
+	// quiescing on 6.12: see ublk.Device.Settle). One stuck on a dead member must not keep the
+	// daemon from exiting: the kernel reissues (or fails) what it holds.
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if err := s.dev.Settle(ctx); err != nil {
+		s.log.Warn("queues still busy; exiting anyway", "waited", settleTimeout.String(), "err", err)
 	}
 	return fmt.Errorf("array %s: %s", a.Name, reason)
 }

@@ -821,15 +821,21 @@ func (s *supervisor) exitCodes() []int {
 	return append([]int(nil), s.exits...)
 }
 
-// ready waits for the next READY=1 the supervised daemon sends.
+// ready waits for the next READY=1 the supervised daemon sends. A recovery that has not made the
+// daemon ready within a minute is stuck (it takes seconds), and its successors give up after
+// three: the state of the devices and the kernel's stacks are logged then, while they still show
+// what holds it, without failing a merely slow machine.
 func (s *supervisor) ready() {
 	s.t.Helper()
+	early := time.After(time.Minute)
 	for {
 		select {
 		case m := <-s.msgs:
 			if strings.Contains(m, "READY=1") {
 				return
 			}
+		case <-early:
+			s.t.Logf("no READY=1 from the supervised daemon after a minute; ublk devices:\n%s\n%s", ublkDevices(), kernelStacks())
 		case <-time.After(slow * time.Minute):
 			s.t.Fatalf("no READY=1 from the supervised daemon; it said:\n%s\nublk devices:\n%s", s.log.String(), ublkDevices())
 		}
@@ -971,6 +977,54 @@ func ublkDevices() string {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	fmt.Fprintf(&b, "the kernel's last messages:\n  %s\n", strings.Join(lines[max(len(lines)-40, 0):], "\n  "))
+	return b.String()
+}
+
+// kernelStacks is every process with its state and wait channel, and the kernel stacks of the
+// tasks that wait in the block layer, the ublk driver or io_uring (a kernel worker quiescing a
+// device, an io_uring that cannot exit) or in uninterruptible sleep; then the block layer's view
+// of each ublk disk: its requests in flight, per hardware queue, and those waiting to be requeued.
+func kernelStacks() string {
+	var b strings.Builder
+	ps, _ := exec.Command("ps", "-eLo", "pid,tid,stat,wchan:32,comm").CombinedOutput()
+	b.Write(ps)
+	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	for _, task := range tasks {
+		stack, err := os.ReadFile(task + "/stack")
+		if err != nil {
+			continue
+		}
+		stat, _ := os.ReadFile(task + "/stat")
+		// The state follows the parenthesized command, which may hold spaces.
+		st := string(stat)
+		if i := strings.LastIndexByte(st, ')'); i >= 0 && i+3 <= len(st) {
+			st = st[i+2 : i+3]
+		}
+		s := string(stack)
+		if st != "D" && !strings.Contains(s, "ublk") && !strings.Contains(s, "io_uring") && !strings.Contains(s, "io_ring") &&
+			!strings.Contains(s, "blk_mq") {
+			continue
+		}
+		comm, _ := os.ReadFile(task + "/comm")
+		fmt.Fprintf(&b, "--- %s (%s) %s:\n%s", task, strings.TrimSpace(string(comm)), st, s)
+	}
+	disks, _ := filepath.Glob("/sys/kernel/debug/block/ublkb*")
+	for _, d := range disks {
+		inflight, _ := os.ReadFile("/sys/block/" + filepath.Base(d) + "/inflight")
+		fmt.Fprintf(&b, "--- %s: inflight (reads writes) %s", filepath.Base(d), inflight)
+		files, _ := filepath.Glob(d + "/*")
+		more, _ := filepath.Glob(d + "/hctx*/*")
+		for _, f := range append(files, more...) {
+			switch filepath.Base(f) {
+			case "state", "requeue_list", "busy", "dispatch", "dispatched", "queued", "run", "tags":
+			default:
+				continue
+			}
+			if data, err := os.ReadFile(f); err == nil && len(bytes.TrimSpace(data)) > 0 {
+				fmt.Fprintf(&b, "%s:\n%s\n", strings.TrimPrefix(f, d+"/"), bytes.TrimSpace(data))
+			}
+		}
+	}
 	return b.String()
 }
 

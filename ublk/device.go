@@ -57,7 +57,6 @@ type Device struct {
 	batch    bool     // the batch I/O commands; set by start
 	batchWhy string   // why not, when not
 	queues   []*queue
-	running  sync.WaitGroup // queue goroutines
 
 	// failed is closed when a queue stops serving on its own; failErr,
 	// written once before the close, says why.
@@ -82,7 +81,9 @@ func New(t Target, opts Options) (*Device, error) {
 
 // Failed is closed when a queue stops serving while the device is live,
 // which leaves the device unable to complete that queue's I/O: a server
-// should then Stop it (or exit, if it uses user recovery). Err says why.
+// should then Stop it, or, if it uses user recovery, Settle it and exit
+// (the failed queue keeps its ring open until then, see Settle). Err says
+// why.
 func (d *Device) Failed() <-chan struct{} { return d.failed }
 
 // Err is the error that closed Failed, or nil.
@@ -95,14 +96,46 @@ func (d *Device) Err() error {
 	}
 }
 
-func (d *Device) queueExited(err error) {
-	if err != nil {
-		d.failOnce.Do(func() {
-			d.failErr = err
-			close(d.failed)
-		})
+// queueFailed closes Failed with the first error of a queue that stopped
+// serving on its own.
+func (d *Device) queueFailed(err error) {
+	d.failOnce.Do(func() {
+		d.failErr = err
+		close(d.failed)
+	})
+}
+
+// releaseQueues lets every queue that failed (and every one that will)
+// close its ring and end instead of parking: the device is being stopped
+// or abandoned. Under d.mu.
+func (d *Device) releaseQueues() {
+	for _, q := range d.queues {
+		q.releaseOnce()
 	}
-	d.running.Done()
+}
+
+// closeParked waits for the queues that failed to close their rings,
+// releasing them: before a stop, since their requests are the driver's to
+// abort and STOP_DEV waits for them. Under d.mu.
+func (d *Device) closeParked() {
+	for _, q := range d.queues {
+		select {
+		case <-q.parked:
+			q.releaseOnce()
+			<-q.gone
+		default:
+		}
+	}
+}
+
+// waitQueues returns once the goroutines of every started queue have
+// ended; parked ones must have been released. Under d.mu.
+func (d *Device) waitQueues() {
+	for _, q := range d.queues {
+		if q.started {
+			<-q.gone
+		}
+	}
 }
 
 // NewRecovery prepares to take over device id, left quiesced by a server
@@ -436,8 +469,8 @@ func (d *Device) startQueues(ctx context.Context) error {
 	}
 	ready := make(chan error, len(d.queues))
 	for _, q := range d.queues {
-		d.running.Add(1)
-		go q.run(ready, d.queueExited)
+		q.started = true
+		go q.run(ready, d.queueFailed)
 	}
 	var errs []error
 	for range d.queues {
@@ -480,6 +513,7 @@ func (d *Device) StopUnused() error {
 	}
 	if d.live {
 		d.endDrainLocked()
+		d.closeParked()
 		if err := stopUnused(d.ctrl, d.id, Flags(d.flags)); err != nil {
 			if errors.Is(err, ErrBusy) {
 				return fmt.Errorf("ublk dev %d: %w", d.id, err)
@@ -556,13 +590,14 @@ func (d *Device) Abandon() error {
 		return d.stopErr
 	}
 	d.stopped = true
+	d.releaseQueues()
 	for _, q := range d.queues {
 		q.abandon.Store(true)
 		if q.waker != nil {
 			_ = q.waker.Wake()
 		}
 	}
-	d.running.Wait()
+	d.waitQueues()
 	errs := d.closeQueues()
 	if d.char != nil {
 		errs = append(errs, d.char.Close())
@@ -577,9 +612,55 @@ func (d *Device) Abandon() error {
 	return d.stopErr
 }
 
+// Settle is what a server whose device failed (Failed is closed) does
+// before it exits, so that a successor takes the device over (user
+// recovery): it stops handing requests to the target and returns once the
+// target holds none of those of the queues still serving, their last
+// commits with the kernel, or ctx ends. Unlike Abandon it closes nothing:
+// every queue, the failed ones too, keeps its ring and thread until the
+// process exits, and the driver then finds the whole server gone at once,
+// as for one that was killed; the requests that arrive meanwhile wait in
+// their tags, and the kernel reissues them to the successor (or fails
+// them, without UBLK_F_USER_RECOVERY_REISSUE). The Device is stopped
+// afterwards in all but name: only Stop or Abandon (which close the
+// queues while the device is live) may follow.
+func (d *Device) Settle(ctx context.Context) error {
+	d.mu.Lock()
+	if !d.live || d.stopped {
+		d.mu.Unlock()
+		return fmt.Errorf("ublk settle: %w", ErrStopped)
+	}
+	p := &drainRequest{done: make(chan uint16, len(d.queues))}
+	qs := append([]*queue(nil), d.queues...)
+	for _, q := range qs {
+		q.draining.Store(p)
+		_ = q.waker.Wake()
+	}
+	d.mu.Unlock()
+	reported := make(map[uint16]bool, len(qs))
+	for _, q := range qs {
+		for !reported[q.id] {
+			select {
+			case id := <-p.done:
+				reported[id] = true
+			case <-q.parked:
+				// A failed queue answers no drain; what its target
+				// still holds is the kernel's to abort.
+				reported[q.id] = true
+			case <-q.gone:
+				// Ended (every fetch aborted): it has nothing to finish.
+				reported[q.id] = true
+			case <-ctx.Done():
+				return fmt.Errorf("ublk settle: the target still holds requests of queue %d: %w", q.id, ctx.Err())
+			}
+		}
+	}
+	return nil
+}
+
 // FailQueue ends queue q with err, as a queue ends when its ring fails:
 // fault injection, for testing what a server does when its device fails
-// (Failed closes with err). The kernel sees the queue's server go.
+// (Failed closes with err). The queue parks as a failed one does (Settle).
 func (d *Device) FailQueue(q int, err error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -595,6 +676,8 @@ func (d *Device) FailQueue(q int, err error) error {
 func (d *Device) teardown() error {
 	var errs []error
 	d.endDrainLocked()
+	d.releaseQueues()
+	d.closeParked()
 	if d.live {
 		// del_gendisk waits for in-flight I/O, which the queues must
 		// still be serving.
@@ -607,7 +690,7 @@ func (d *Device) teardown() error {
 			_ = q.waker.Wake()
 		}
 	}
-	d.running.Wait()
+	d.waitQueues()
 	errs = append(errs, d.closeQueues()...)
 	if d.char != nil {
 		errs = append(errs, d.char.Close())

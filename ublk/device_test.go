@@ -110,17 +110,14 @@ func TestFailedReportsFirstQueueError(t *testing.T) {
 	d, err := New(&paramsTarget{Params{Size: 1 << 20}}, Options{})
 	require.NoError(t, err)
 	assert.NoError(t, d.Err())
-	d.running.Add(3)
-	d.queueExited(nil) // a queue that ended because the device stopped
 	select {
 	case <-d.Failed():
-		t.Fatal("Failed closed by a clean exit")
+		t.Fatal("Failed closed before any queue failed")
 	default:
 	}
 	first := errors.New("queue 1: io_uring_enter: bad address")
-	d.queueExited(first)
-	d.queueExited(errors.New("queue 0: later"))
+	d.queueFailed(first)
+	d.queueFailed(errors.New("queue 0: later"))
 	<-d.Failed()
 	assert.Equal(t, first, d.Err())
-	d.running.Wait()
 }

@@ -46,8 +46,11 @@
 // A server that is killed leaves its device behind: RemoveOrphan and
 // RemoveOrphans delete devices whose server process is dead, unless they
 // are open. With Options.UserRecovery the device instead survives,
-// quiesced, and NewRecovery takes it over under the same number. A server
-// that hands its device over to a successor on purpose first Drains it (the
+// quiesced, and NewRecovery takes it over under the same number. A queue
+// that stops serving on its own (Failed) keeps its ring and thread until
+// the device is stopped or abandoned, or the process exits: a server that
+// leaves a failed device to a successor Settles it and exits, so that the
+// driver sees every queue go at once. A server that hands its device over to a successor on purpose first Drains it (the
 // target finishes what it holds, new requests wait) and then Abandons it
 // (its queues close without a stop). StopUnused is the stop that refuses
 // while anything has the block device open. Harness drives a Target
@@ -55,9 +58,9 @@
 //
 // # Concurrency
 //
-// Device.Start, Stop, StopUnused, Drain, EndDrain and Abandon may be called
-// from any goroutine; Stop is idempotent and may run concurrently with
-// Start's return or with itself.
+// Device.Start, Stop, StopUnused, Drain, EndDrain, Settle and Abandon may
+// be called from any goroutine; Stop is idempotent and may run concurrently
+// with Start's return or with itself.
 // Request.Complete and Request.Done are safe from any goroutine, once per
 // request; Request.Resume once per park. The Prep methods of Request are for
 // the queue goroutine only: call them inside Serve, Reap or Resume. With

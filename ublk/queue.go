@@ -140,6 +140,13 @@ type queue struct {
 
 	// err is why the queue goroutine stopped early; read after it exits.
 	err error
+
+	// parked is closed when the queue stops serving on its own (park);
+	// release, closed by the Device, lets a parked queue close its ring
+	// and end; gone is closed when the queue goroutine has ended. started
+	// and released are the Device's, under its mutex.
+	parked, release, gone chan struct{}
+	started, released     bool
 }
 
 func newQueue(id uint16, depth int, target Target, size int64) *queue {
@@ -155,6 +162,9 @@ func newQueue(id uint16, depth int, target Target, size int64) *queue {
 		ownReg:  make([]bool, depth),
 		done:    newCompletions(depth),
 		resumes: newCompletions(depth),
+		parked:  make(chan struct{}),
+		release: make(chan struct{}),
+		gone:    make(chan struct{}),
 	}
 	q.rt, _ = target.(RingTarget)
 	q.rs, _ = target.(Resumer)
@@ -224,17 +234,11 @@ func (q *queue) kick() {
 // run is the queue goroutine. ready receives nil once every tag has a
 // FETCH submitted (the precondition of START_DEV), or the setup error.
 //
-// exited is called last, with the error that ended a queue that had been
-// serving (nil when it ended because the device stopped).
-func (q *queue) run(ready chan<- error, exited func(error)) {
-	var served bool
-	defer func() {
-		if served {
-			exited(q.err)
-		} else {
-			exited(nil)
-		}
-	}()
+// failed is called with the error that ended a queue that had been
+// serving, before it parks (see park); a queue that ends because the
+// device stopped or was abandoned does not call it.
+func (q *queue) run(ready chan<- error, failed func(error)) {
+	defer close(q.gone)
 	// The driver binds the queue to this thread. Never unlocked: when run
 	// returns the thread exits with it, which is what the kernel expects
 	// of a queue whose device is gone.
@@ -303,8 +307,36 @@ func (q *queue) run(ready chan<- error, exited func(error)) {
 		return
 	}
 	ready <- nil
-	served = true
-	q.err = q.loop()
+	if q.err = q.loop(); q.err != nil {
+		q.park(failed)
+	}
+}
+
+// park holds a queue that stopped serving on its own (its ring failed, or
+// FailQueue) while the device is live: its ring stays open and its
+// goroutine on its thread until the Device releases it (Stop, Abandon) or
+// the process exits. Closing the ring, or ending the thread, is what tells
+// the driver that the queue's server is gone, and for this one queue alone
+// while the others serve that is not a state the 6.12 driver recovers from
+// reliably: it aborts the requests the server held, but requests it was
+// handing to the queue as it went were seen to stay started for good
+// (ublk's quiesce, which waits for every started request of the device,
+// then never ends, the device never quiesces and no successor can take it
+// over). A server whose device failed therefore exits with every queue
+// still open (Device.Settle first), and the kernel tears them down
+// together, as it does for a server that was killed.
+func (q *queue) park(failed func(error)) {
+	close(q.parked)
+	failed(q.err)
+	<-q.release
+}
+
+// releaseOnce closes release, once; for the Device, under its mutex.
+func (q *queue) releaseOnce() {
+	if !q.released {
+		q.released = true
+		close(q.release)
+	}
 }
 
 // loop commits finished requests, waits for the kernel and dispatches what
