@@ -352,7 +352,8 @@ func (r *Runner) reshapeOnce(sys System, rep int, g *rig) (err error) {
 	}
 	mounted = true
 	ctx, cancel := fioCtx(reshapeReadTime(r.cfg.Quick))
-	alone, err := fio(ctx, []string{secs(reshapeReadTime(r.cfg.Quick))}, reshapeReadJob("before"))
+	// time_based: the files are read through more than once in that time.
+	alone, err := fio(ctx, []string{"time_based", secs(reshapeReadTime(r.cfg.Quick))}, reshapeReadJob("before"))
 	cancel()
 	if err != nil {
 		return err
