@@ -366,26 +366,25 @@ func (r *Runner) reshapeOnce(sys System, rep int, g *rig) (err error) {
 	if err != nil {
 		return err
 	}
-	stopReads := make(chan struct{})
-	readsDone := make(chan fioDone, 1)
+	stopReads, finished := make(chan struct{}), make(chan struct{})
+	var reads fioDone // set before finished is closed
 	go func() {
-		res, err := fioUntil(stopReads, nil, reshapeReadJob("during"))
-		readsDone <- fioDone{res, err}
+		defer close(finished)
+		reads.res, reads.err = fioUntil(stopReads, nil, reshapeReadJob("during"))
 	}()
 	stopped := false
-	stopFio := func() fioDone {
+	stopFio := func() {
 		if !stopped {
 			close(stopReads)
 			stopped = true
 		}
-		return <-readsDone
+		<-finished
 	}
-	defer func() {
-		if !stopped {
-			stopFio()
+	defer stopFio()
+	if err := waitReads(a.dev, devBefore, finished); err != nil {
+		if reads.err != nil {
+			err = fmt.Errorf("%w: %w", err, reads.err)
 		}
-	}()
-	if err := waitReads(a.dev, devBefore, readsDone); err != nil {
 		return err
 	}
 
@@ -415,7 +414,7 @@ func (r *Runner) reshapeOnce(sys System, rep int, g *rig) (err error) {
 	if err != nil {
 		return err
 	}
-	reads := stopFio()
+	stopFio()
 	if reads.err != nil {
 		return fmt.Errorf("the reads during the reshape: %w", reads.err)
 	}
@@ -483,8 +482,8 @@ const reshapeReadsStarted = 50
 
 // waitReads returns once the device dev has completed reshapeReadsStarted
 // reads more than it had at from: fio's job runs. It fails if fio ends
-// first (done), or has not started reading after a minute.
-func waitReads(dev string, from blockStat, done <-chan fioDone) error {
+// first (finished closed), or has not started reading after a minute.
+func waitReads(dev string, from blockStat, finished <-chan struct{}) error {
 	deadline := time.After(time.Minute)
 	for {
 		s, err := statOf(dev)
@@ -495,8 +494,8 @@ func waitReads(dev string, from blockStat, done <-chan fioDone) error {
 			return nil
 		}
 		select {
-		case d := <-done:
-			return fmt.Errorf("the reads to run during the reshape ended before it started: %v", d.err)
+		case <-finished:
+			return errors.New("the reads to run during the reshape ended before it started")
 		case <-deadline:
 			return fmt.Errorf("the reads to run during the reshape: %s completed %d reads in a minute, want %d",
 				dev, s.reads-from.reads, reshapeReadsStarted)
