@@ -41,6 +41,12 @@ type fioOutput struct {
 // p99 is the 99th percentile completion latency in microseconds.
 func (s fioSide) p99() float64 { return s.Clat.Percentile["99.000000"] / 1000 }
 
+// latP99 is the 99th percentile total latency, submission and completion,
+// in microseconds; it needs fio's lat_percentiles. A device that completes
+// a request within io_uring_enter, as md over RAM disks does, shows its
+// time in the submission, not in the completion latency p99 reads.
+func (s fioSide) latP99() float64 { return s.Lat.Percentile["99.000000"] / 1000 }
+
 // job is one fio job: its name and options without the dashes. A job with
 // "stonewall" starts once every job before it has finished; jobs without it
 // run beside the one before.
