@@ -8,9 +8,10 @@
 // what the drives are (--trim-exclusive, --trim-gap): a slow SATA-like
 // member, a member with a back-to-back TRIM penalty, and a flood of small
 // discards beside a reader with an NBD member served by nbdkit. (k) reshapes
-// a RAID10 that carries a filesystem from four members to six (md's
-// --grow --raid-devices online, uraid's grow --add offline, over brd RAM
-// disks): time, and bytes read and written against the live bytes.
+// a RAID10 that carries a mounted filesystem from four members to six, online
+// for both (md's --grow --raid-devices, uraid's grow --add, over brd RAM
+// disks): time, bytes read and written against the live bytes, and the p99
+// of reads of the files during the reshape against before it.
 //
 // Every scenario starts fresh members for every array it measures, so md
 // and uraid see identical drives, and repeats each measurement; Results

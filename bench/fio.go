@@ -1,9 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -36,6 +41,12 @@ type fioOutput struct {
 // p99 is the 99th percentile completion latency in microseconds.
 func (s fioSide) p99() float64 { return s.Clat.Percentile["99.000000"] / 1000 }
 
+// latP99 is the 99th percentile total latency, submission and completion,
+// in microseconds; it needs fio's lat_percentiles. A device that completes
+// a request within io_uring_enter, as md over RAM disks does, shows its
+// time in the submission, not in the completion latency p99 reads.
+func (s fioSide) latP99() float64 { return s.Lat.Percentile["99.000000"] / 1000 }
+
 // job is one fio job: its name and options without the dashes. A job with
 // "stonewall" starts once every job before it has finished; jobs without it
 // run beside the one before.
@@ -48,6 +59,52 @@ type job struct {
 // under emulation, and returns their figures by job name. The global
 // options apply to every job.
 func fio(ctx context.Context, global []string, jobs ...job) (map[string]fioJob, error) {
+	out, err := run(ctx, "fio", fioArgs(global, jobs)...)
+	if err != nil {
+		return nil, err
+	}
+	return parseFio(out, jobs)
+}
+
+// fioUntil runs the jobs as fio does, each with no end of its own
+// (time_based, a runtime far longer than any scenario), until stop is
+// closed: then fio is interrupted (SIGINT), on which it ends its jobs and
+// still prints their figures. fio stopped that way exits 128, which is no
+// failure here; one that ends before stop, or fails to print, is.
+func fioUntil(stop <-chan struct{}, global []string, jobs ...job) (map[string]fioJob, error) {
+	args := fioArgs(append(slices.Clone(global), "time_based", "runtime=3600"), jobs)
+	cmd := exec.Command("fio", args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		return nil, fmt.Errorf("fio %s: ended before it was stopped: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	case <-stop:
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		return nil, fmt.Errorf("fio: interrupt: %w", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		<-exited
+		return nil, errors.New("fio: still running 3 minutes after SIGINT")
+	}
+	res, err := parseFio(out.String(), jobs)
+	if err != nil {
+		return nil, fmt.Errorf("%w (fio's stderr: %s)", err, strings.TrimSpace(errb.String()))
+	}
+	return res, nil
+}
+
+// fioArgs is fio's command line for the jobs.
+func fioArgs(global []string, jobs []job) []string {
 	args := []string{"--output-format=json", "--ioengine=io_uring", "--direct=1", "--group_reporting=0"}
 	for _, g := range global {
 		args = append(args, "--"+g)
@@ -58,10 +115,11 @@ func fio(ctx context.Context, global []string, jobs ...job) (map[string]fioJob, 
 			args = append(args, "--"+o)
 		}
 	}
-	out, err := run(ctx, "fio", args...)
-	if err != nil {
-		return nil, err
-	}
+	return args
+}
+
+// parseFio reads fio's JSON output and checks that it reports every job.
+func parseFio(out string, jobs []job) (map[string]fioJob, error) {
 	// fio may print notes before its JSON.
 	if i := strings.Index(out, "{"); i > 0 {
 		out = out[i:]

@@ -176,6 +176,11 @@ func (s *Suite) Targets() []Target {
 	ratio("k", "reshape: bytes read and written <= 0.3x md's at 20% full", "uraid-raid10-sync", moved, "md-raid10", moved, 0.3, true)
 	single("k", "reshape: bytes read and written <= 1.3x the least (its live bytes read once, written once per copy)",
 		"uraid-raid10-sync", "k-reshape/4to6/over_least", 1.3)
+	// (k), issue 23: reads go on while the array reshapes online. md's figure is the same
+	// ratio, shown beside uraid's for comparison.
+	for _, sys := range []string{"uraid-raid10-sync", "md-raid10"} {
+		ratio("k", "read p99 during reshape <= 2x without", sys, "k-reshape/reads-during/read_p99", sys, "k-reshape/reads-before/read_p99", 2, true)
+	}
 	// (j): the server's cost per request against the reference server's and in absolute counts.
 	for _, l := range []string{"0", "10"} {
 		u := "uraid-raid" + l

@@ -30,7 +30,7 @@ func Scenarios() []Scenario {
 		{"h-back-to-back", "RAID10 with one member that charges a back-to-back TRIM penalty: fstrim until every TRIM is done, learned against hand-set --trim-gap values", (*Runner).backToBack},
 		{"i-flood", "RAID10 with one NBD member that runs one command at a time, 50 ms per TRIM, one ublk queue: a QD1 reader beside a 4 KiB discard flood at QD32, learned against --trim-exclusive", (*Runner).flood},
 		{"j-cost", "per 4 KiB request: the server's CPU time, context switches, io_uring_enter calls and Go runtime counters, uraid beside the reference C server, on memory-backed null_blk members", (*Runner).cost},
-		{"k-reshape", "reshaping a RAID10 near-2 of 4 members to 6 under a 20%-full ext4 on kernel-native members (brd): md's online --grow against uraid's offline grow --add, time and bytes read and written", (*Runner).reshape},
+		{"k-reshape", "reshaping a RAID10 near-2 of 4 members to 6 under a 20%-full ext4 on kernel-native members (brd): both online with the filesystem mounted (md's --grow, uraid's grow --add), time, bytes read and written, and read p99 during the reshape against before", (*Runner).reshape},
 	}
 }
 
