@@ -56,6 +56,20 @@ const (
 // crc32cTable sums a backup (reshape.Backup.Sum).
 var crc32cTable = crc32.MakeTable(crc32.Castagnoli)
 
+// backupSum is the checksum a backup step persists of its window: the bytes of it the old array
+// holds (held), which a restore must read back.
+func backupSum(buf []byte, held int64) uint32 { return crc32.Checksum(buf[:max(held, 0)], crc32cTable) }
+
+// checkRestore refuses a restore step whose backup reads back other than the checksum persisted
+// for it (want): before anything is written home.
+func checkRestore(s *reshape.Step, buf []byte, held int64, want uint32) error {
+	if sum := backupSum(buf, held); sum != want {
+		return fmt.Errorf("%w: the backup of [%d, %d) reads back with checksum %08x, persisted %08x: the new members lost it; nothing was written home (restore the members from a copy)",
+			ErrReshape, s.From, s.To, sum, want)
+	}
+	return nil
+}
+
 // ErrReshape means a reshape cannot be made or resumed as asked; the error says why and what to
 // do.
 var ErrReshape = errors.New("cannot reshape")
@@ -580,15 +594,14 @@ func (r *reshaper) do(s *reshape.Step) error {
 			return err
 		}
 		mid := s.Mid
-		mid.Backup.Sum = crc32.Checksum(buf[:max(held, 0)], crc32cTable)
+		mid.Backup.Sum = backupSum(buf, held)
 		hit(FailpointReshapeMid)
 		if err := r.persist(mid); err != nil {
 			return err
 		}
 	case reshape.Restore:
-		if sum := crc32.Checksum(buf[:max(held, 0)], crc32cTable); sum != r.sb.Reshape.State.Backup.Sum {
-			return fmt.Errorf("%w: the backup of [%d, %d) reads back with checksum %08x, persisted %08x: the new members lost it; nothing was written home (restore the members from a copy)",
-				ErrReshape, s.From, s.To, sum, r.sb.Reshape.State.Backup.Sum)
+		if err := checkRestore(s, buf, held, r.sb.Reshape.State.Backup.Sum); err != nil {
+			return err
 		}
 	}
 	if plant.Is("reshapeorder") {

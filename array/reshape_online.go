@@ -7,7 +7,6 @@ package array
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -517,15 +516,14 @@ func (o *onlineReshape) do(s *reshape.Step) error {
 			return err
 		}
 		mid := s.Mid
-		mid.Backup.Sum = crc32.Checksum(buf[:max(held, 0)], crc32cTable)
+		mid.Backup.Sum = backupSum(buf, held)
 		hit(FailpointReshapeMid)
 		if err := o.persist(mid); err != nil {
 			return err
 		}
 	case reshape.Restore:
-		if sum := crc32.Checksum(buf[:max(held, 0)], crc32cTable); sum != o.persisted().Backup.Sum {
-			return fmt.Errorf("%w: the backup of [%d, %d) reads back with checksum %08x, persisted %08x: the new members lost it; nothing was written home",
-				ErrReshape, s.From, s.To, sum, o.persisted().Backup.Sum)
+		if err := checkRestore(s, buf, held, o.persisted().Backup.Sum); err != nil {
+			return err
 		}
 	}
 	hitWindow(FailpointReshapeWrite, s)
